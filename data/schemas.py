@@ -1,0 +1,68 @@
+"""TFRecord feature schemas of the original release (`tf.train.Example` records).
+
+Integer features are int64 in the files and cast to int32 when parsed, as the original's
+`_decode_record`; float features stay float32.
+"""
+
+import tensorflow as tf
+
+
+def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
+  """Features written by `create_pretraining_data.py`, read by `run_pretraining.py`."""
+  return {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }
+
+
+def classifier_feature_spec(max_seq_length, num_label_values=None):
+  """Features of `run_classifier.py`'s `train/eval/predict.tf_record`.
+
+  Args:
+    max_seq_length: sequence length of the records.
+    num_label_values: None for the original scalar int64 `label_ids`; a length for multi-label
+      records (int64 multi-hot of that length) is not the original's and is chosen by the caller.
+  """
+  label_spec = (tf.io.FixedLenFeature([], tf.int64) if num_label_values is None
+                else tf.io.FixedLenFeature([num_label_values], tf.int64))
+  return {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "label_ids": label_spec,
+      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+  }
+
+
+def squad_feature_spec(max_seq_length, is_training):
+  """Features of `run_squad.py`'s records; `is_impossible` is written but, as the original, not read."""
+  spec = {
+      "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+  }
+  if is_training:
+    spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+  return spec
+
+
+def decode_record(serialized_example, feature_spec):
+  """Parses one serialized `tf.train.Example`, casting int64 features to int32 (TPUs want int32)."""
+  example = tf.io.parse_single_example(serialized_example, feature_spec)
+  return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+          for name, value in example.items()}
+
+
+def int64_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
