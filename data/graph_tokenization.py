@@ -54,6 +54,9 @@ def basic_tokenize(texts, do_lower_case):
 class GraphTokenizer(tf.Module):
   """FullTokenizer as TensorFlow ops: raw UTF-8 strings in, word-piece ids out.
 
+  The methods are `tf.function`s over string vectors of any length, traced once, so calling
+  them eagerly batch after batch runs the compiled graph.
+
   Args:
     vocab_file: path of a `vocab.txt`, validated like `tokenization.load_vocab`.
     do_lower_case: lower-case and strip accents (uncased models).
@@ -79,6 +82,7 @@ class GraphTokenizer(tf.Module):
         token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=True,
         support_detokenization=False)
 
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize_words(self, texts):
     """Tokenizes and keeps the word structure.
 
@@ -97,6 +101,7 @@ class GraphTokenizer(tf.Module):
     pieces = self._wordpiece.tokenize(flat_words)
     return words.with_flat_values(pieces)
 
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize(self, texts):
     """Returns int64 RaggedTensor [batch_size, (num_pieces)] of word-piece ids of `texts`."""
     return self.tokenize_words(texts).merge_dims(1, 2)
