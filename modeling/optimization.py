@@ -1,12 +1,13 @@
 """The original release's optimizers and learning-rate schedule, for TF2 distribution strategies.
 
-`AdamWeightDecay` is the original `AdamWeightDecayOptimizer`: Adam WITHOUT bias correction, decoupled
-weight decay added to the update (not to the loss), applied to every variable whose original name
-matches none of `exclude_from_weight_decay` (`re.search`), gradients clipped to a global norm of
-1.0 first. `Lamb` is the LAMB optimizer as written in the later google-research release (ALBERT's
-`lamb_optimizer.py`): the same update scaled per variable by the trust ratio ||w|| / ||update||,
-also without bias correction. Both keep their moments in slots named `<name>/adam_m` and
-`<name>/adam_v` (the original names, so checkpoints load in tools that expect them).
+`AdamWeightDecay` is the original `AdamWeightDecayOptimizer`: Adam WITHOUT bias correction,
+decoupled weight decay added to the update (not to the loss), applied to every variable whose
+original name matches none of `exclude_from_weight_decay` (`re.search`), gradients clipped to a
+global norm of 1.0 first. `Lamb` is LAMB as written in the later google-research release
+(ALBERT's `lamb_optimizer.py`): the same update scaled per variable by the trust ratio
+||w|| / ||update||, also without bias correction. Both keep their moments in slots named
+`<name>/adam_m` and `<name>/adam_v` (the original names, which ALBERT's LAMB also uses), so
+checkpoints load in tools that expect them.
 
 The optimizers are small `tf.Module`s rather than Keras optimizers: Keras 3's Adam always applies
 bias correction, and its slots are named by Keras paths, while here every variable is addressed by
@@ -214,7 +215,8 @@ class AdamWeightDecay(tf.Module):
       the global norm of the gradients before clipping, float32 scalar.
     """
     if not self._built:
-      raise ValueError(f"{self.name}.build(name_to_variable) must be called before applying gradients")
+      raise ValueError(
+          f"{self.name}.build(name_to_variable) must be called before applying gradients")
     grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
     unknown = [v.name for _, v in grads_and_vars if v.ref() not in self._name_by_ref]
     if unknown:

@@ -158,7 +158,8 @@ def test_sigkill_then_resume_finishes_like_an_uninterrupted_run(tmp_path):
   before = {f.name: f.stat().st_mtime_ns for f in output_dir.glob("model.ckpt-*")}
   assert sorted(f for f in before if f.endswith(".index")) == ["model.ckpt-2.index",
                                                                 "model.ckpt-4.index"]
-  resumed = _run_toy(common + [f"--output_dir={output_dir}", f"--result_file={tmp_path}/resumed.json"])
+  resumed = _run_toy(common + [f"--output_dir={output_dir}",
+                               f"--result_file={tmp_path}/resumed.json"])
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Resuming at global step 4" in resumed.stderr
   result = json.loads((tmp_path / "resumed.json").read_text())

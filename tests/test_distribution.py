@@ -32,7 +32,8 @@ def _free_port():
 
 def test_original_tpu_flags_map_to_tpu():
   assert distribution.resolve_tpu(use_tpu=True, tpu_name="my-tpu") == "my-tpu"
-  assert distribution.resolve_tpu(use_tpu=True, master="grpc://10.0.0.2:8470") == "grpc://10.0.0.2:8470"
+  address = "grpc://10.0.0.2:8470"
+  assert distribution.resolve_tpu(use_tpu=True, master=address) == address
   assert distribution.resolve_tpu(tpu="my-tpu") == "my-tpu"
   assert distribution.resolve_tpu() is None
   with pytest.raises(distribution.DistributionError, match="--use_tpu needs --tpu_name"):
@@ -63,7 +64,8 @@ def test_unreachable_tpu_address_fails_fast():
   port = _free_port()
   start = time.monotonic()
   with pytest.raises(distribution.DistributionError,
-                     match=rf"cannot reach TPU 'grpc://127\.0\.0\.1:{port}' at 127\.0\.0\.1:{port}"):
+                     match=rf"cannot reach TPU 'grpc://127\.0\.0\.1:{port}' at "
+                           rf"127\.0\.0\.1:{port}"):
     distribution.strategy_from_flags(_parse("--use_tpu", f"--master=grpc://127.0.0.1:{port}"))
   assert time.monotonic() - start < 15
 

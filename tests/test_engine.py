@@ -1,4 +1,4 @@
-"""The shared training loop on one device: checkpoints, resume, warm start, accumulation, NaN stop."""
+"""The shared training loop on one device: checkpoints, resume, accumulation, NaN stop, eval."""
 
 import os
 
@@ -65,7 +65,8 @@ def test_checkpoints_use_original_names_and_state_file(tmp_path, data_path):
   assert names["toy/dense/kernel"] == [4, 8] and names["toy/dense/kernel/adam_v"] == [4, 8]
   values = checkpoint_io.read_checkpoint(latest)
   assert values["global_step"] == 7
-  np.testing.assert_array_equal(values["toy/output/bias"], trainer.model_variables["toy/output/bias"].numpy())
+  np.testing.assert_array_equal(values["toy/output/bias"],
+                                trainer.model_variables["toy/output/bias"].numpy())
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
 
 

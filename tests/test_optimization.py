@@ -1,4 +1,4 @@
-"""AdamWeightDecay, LAMB and the learning-rate schedule against NumPy transcriptions of the originals."""
+"""AdamWeightDecay, LAMB and the learning-rate schedule against NumPy transcriptions."""
 
 import re
 
@@ -20,7 +20,7 @@ SHAPES = {
 
 
 def numpy_learning_rate(step, init_lr, num_train_steps, num_warmup_steps):
-  """The original's `create_optimizer` schedule: polynomial_decay(power=1) then the warmup override."""
+  """The original `create_optimizer` schedule: polynomial_decay(power=1), warmup override."""
   learning_rate = init_lr * (1.0 - min(step, num_train_steps) / num_train_steps)
   if num_warmup_steps and step < num_warmup_steps:
     learning_rate = init_lr * step / num_warmup_steps
@@ -125,7 +125,8 @@ def test_skipped_step_keeps_weights_and_slots_but_counts():
   variable = tf.Variable([1.0, -2.0])
   optimizer = optimization.AdamWeightDecay(0.1)
   optimizer.build({"w": variable})
-  optimizer.apply_gradients([(tf.constant([np.nan, 1.0]), variable)], should_apply=tf.constant(False))
+  optimizer.apply_gradients([(tf.constant([np.nan, 1.0]), variable)],
+                            should_apply=tf.constant(False))
   np.testing.assert_array_equal(variable.numpy(), [1.0, -2.0])
   assert not np.any(optimizer.slot_name_to_variable()["w/adam_m"].numpy())
   assert int(optimizer.iterations.numpy()) == 1

@@ -10,12 +10,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app
 from absl import flags
 
 from modeling import optimization
 from tests import toy_task
 from training import checkpointing
+from training import cli
 from training import distribution
 from training import engine
 from training import flags as training_flags
@@ -75,4 +75,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -1,4 +1,4 @@
-"""A tiny classification task following the model contract (`name_to_variable()`), for engine tests."""
+"""A tiny classification task following the model contract (`name_to_variable()`)."""
 
 import keras
 import numpy as np
@@ -41,7 +41,7 @@ class ToyModel(keras.Model):
     self.classifier.build((None, hidden_size))
 
   def call(self, features, training=False):
-    """Returns logits `[batch_size, NUM_CLASSES]` for `features["x"]` `[batch_size, NUM_FEATURES]`."""
+    """Returns logits `[batch_size, NUM_CLASSES]` of `x` `[batch_size, NUM_FEATURES]`."""
     return self.classifier(self.layer_norm(self.dense(features["x"])))
 
   def name_to_variable(self):

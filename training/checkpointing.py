@@ -1,10 +1,10 @@
-"""Training checkpoints in the original layout: `output_dir/model.ckpt-<step>` + `checkpoint` state file.
+"""Training checkpoints in the original layout: `model.ckpt-<step>` bundles and a `checkpoint` file.
 
 Each checkpoint holds the model's variables under their original names, the optimizer slots
 (`<name>/adam_m`, `<name>/adam_v`) and `global_step`, like the Estimator checkpoints of the original
 release, so `tf.train.latest_checkpoint`, HuggingFace's `load_tf_weights_in_bert` and this project's
-`--init_checkpoint` all read them. The bundle and then the state file are each replaced atomically, so
-a run killed at any moment leaves the previous checkpoint usable.
+`--init_checkpoint` all read them. The bundle and then the state file are each replaced
+atomically, so a run killed at any moment leaves the previous checkpoint usable.
 """
 
 import os
@@ -114,6 +114,6 @@ class CheckpointManager:
     return checkpoint_step(prefix)
 
   def restore_latest(self):
-    """Restores the latest checkpoint of the directory; returns its step, or None if there is none."""
+    """Restores the directory's latest checkpoint; returns its step, or None if there is none."""
     prefix = self.latest()
     return None if prefix is None else self.restore(prefix)

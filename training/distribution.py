@@ -166,7 +166,8 @@ def get_strategy(distribution_strategy="mirrored", num_gpus=None, tpu=None, tpu_
     return tf.distribute.MultiWorkerMirroredStrategy()
   available_gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
   if num_gpus is not None and num_gpus > len(available_gpus):
-    raise DistributionError(f"--num_gpus={num_gpus} but only {len(available_gpus)} GPU(s) are visible")
+    raise DistributionError(
+        f"--num_gpus={num_gpus} but only {len(available_gpus)} GPU(s) are visible")
   gpus = available_gpus if num_gpus is None else available_gpus[:num_gpus]
   if distribution_strategy == "one_device":
     return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")

@@ -32,6 +32,10 @@ from training import mixed_precision
 EVAL_RESULTS_FILENAME = "eval_results.txt"
 
 
+class ConfigError(ValueError):
+  """The run's settings are inconsistent (e.g. a batch size the replicas cannot split)."""
+
+
 class NonFiniteLossError(RuntimeError):
   """The training loss became NaN or infinite; training stopped without saving."""
 
@@ -126,10 +130,10 @@ class Trainer:
     self.checkpoints = checkpointing.CheckpointManager(
         config.output_dir, checkpoint_variables, config.keep_checkpoint_max, self.is_chief)
     self._initialized = False
+    self._forward_backward_fn = None
     self._train_loop = None
     self._eval_step = None
 
-  # ---- initialisation -------------------------------------------------------------------------
 
   def initialize(self):
     """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
@@ -147,12 +151,12 @@ class Trainer:
                    self.config.init_checkpoint, report["missing"] or "none",
                    report["unexpected"] or "none")
 
-  # ---- one replica's step -----------------------------------------------------------------------
 
   def _check_metrics(self, metrics):
     if set(metrics) != set(self.task.metric_names):
       raise ValueError(f"{type(self.task).__name__}.compute_loss returned metrics "
-                       f"{sorted(metrics)}, but its metric_names are {sorted(self.task.metric_names)}")
+                       f"{sorted(metrics)}, but its metric_names are "
+                       f"{sorted(self.task.metric_names)}")
     return {name: (tf.cast(s, tf.float32), tf.cast(c, tf.float32))
             for name, (s, c) in metrics.items()}
 
@@ -221,7 +225,6 @@ class Trainer:
     weighted_loss = tf.where(batch_size > 0, tf.cast(loss, tf.float32) * batch_size, 0.0)
     return weighted_loss, batch_size, self._check_metrics(metrics)
 
-  # ---- compiled loops ----------------------------------------------------------------------------
 
   def _reduce(self, per_replica):
     return tf.nest.map_structure(
@@ -257,18 +260,17 @@ class Trainer:
 
     return train_loop
 
-  # ---- training --------------------------------------------------------------------------------
 
   def _check_batch_size(self):
     divisor = self.num_replicas * self.config.gradient_accumulation_steps
     if self.config.train_batch_size % divisor:
-      raise ValueError(
+      raise ConfigError(
           f"--train_batch_size={self.config.train_batch_size} must be divisible by replicas "
           f"({self.num_replicas}) * --gradient_accumulation_steps "
           f"({self.config.gradient_accumulation_steps})")
 
   def _summary_writer(self, subdirectory=""):
-    """Returns (writer, temp_dir): the chief writes into output_dir, other workers into a temp dir."""
+    """Returns (writer, temp_dir): the chief writes in output_dir, other workers in a temp dir."""
     if self.is_chief:
       return tf.summary.create_file_writer(os.path.join(self.config.output_dir, subdirectory)), None
     temp_dir = tempfile.mkdtemp(prefix="worker-summaries-")
@@ -289,7 +291,7 @@ class Trainer:
       NonFiniteLossError: naming the step; nothing is saved after the last good checkpoint.
     """
     if self.optimizer is None:
-      raise ValueError("this Trainer was built without an optimizer_fn and cannot train")
+      raise ConfigError("this Trainer was built without an optimizer_fn and cannot train")
     self._check_batch_size()
     config = self.config
     self.initialize()
@@ -354,7 +356,6 @@ class Trainer:
         tf.summary.scalar("loss_scale", self.loss_scale.scale.read_value())
     writer.flush()
 
-  # ---- evaluation ------------------------------------------------------------------------------
 
   def evaluate(self, input_fn, max_eval_steps=None):
     """Evaluates the current weights (restored from output_dir or init_checkpoint if not trained).
@@ -391,7 +392,7 @@ class Trainer:
         counts[name] += float(c)
       num_batches += 1
     if not num_batches:
-      raise ValueError("the evaluation input holds no complete batch")
+      raise ConfigError("the evaluation input holds no complete batch")
     results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
     results["loss"] = loss_sum / example_count
     results["global_step"] = int(self.global_step.numpy())

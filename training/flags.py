@@ -97,12 +97,12 @@ def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_b
     train_batch_size, eval_batch_size: the runner's `--train_batch_size` / `--eval_batch_size`.
   """
   if flag_values.save_checkpoints_steps <= 0:
-    raise ValueError(f"--save_checkpoints_steps must be positive, got "
+    raise engine.ConfigError(f"--save_checkpoints_steps must be positive, got "
                      f"{flag_values.save_checkpoints_steps}")
   if flag_values.steps_per_loop <= 0:
-    raise ValueError(f"--steps_per_loop must be positive, got {flag_values.steps_per_loop}")
+    raise engine.ConfigError(f"--steps_per_loop must be positive, got {flag_values.steps_per_loop}")
   if flag_values.gradient_accumulation_steps <= 0:
-    raise ValueError(f"--gradient_accumulation_steps must be positive, got "
+    raise engine.ConfigError(f"--gradient_accumulation_steps must be positive, got "
                      f"{flag_values.gradient_accumulation_steps}")
   return engine.RunConfig(
       output_dir=flag_values.output_dir,

@@ -56,7 +56,8 @@ class DynamicLossScale(tf.Module):
 
   def update(self, gradients):
     """Updates the scale from the (all-reduced) gradients; returns whether they are all finite."""
-    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in gradients if g is not None])
+    finite = tf.reduce_all(
+        [tf.reduce_all(tf.math.is_finite(g)) for g in gradients if g is not None])
     grow = tf.logical_and(finite, self.finite_steps + 1 >= self.growth_steps)
     new_scale = tf.where(finite, tf.where(grow, self.scale * 2.0, self.scale),
                          tf.maximum(self.scale / 2.0, 1.0))
