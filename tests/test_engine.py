@@ -68,6 +68,14 @@ def test_checkpoints_use_original_names_and_state_file(tmp_path, data_path):
   np.testing.assert_array_equal(values["toy/output/bias"],
                                 trainer.model_variables["toy/output/bias"].numpy())
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
+  # TensorBoard scalars, one point per loop; loops of 2 steps end at checkpoints (every 3).
+  scalars = {}
+  for event_file in tf.io.gfile.glob(str(tmp_path / "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(event_file):
+      for value in event.summary.value:
+        scalars.setdefault(value.tag, []).append(event.step)
+  for tag in ("loss", "learning_rate", "examples_per_second", "accuracy", "cross_entropy"):
+    assert scalars[tag] == [2, 3, 5, 6, 7], tag
 
 
 def test_resume_continues_weights_slots_and_step(tmp_path):
