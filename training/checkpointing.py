@@ -1,0 +1,119 @@
+"""Training checkpoints in the original layout: `model.ckpt-<step>` bundles and a `checkpoint` file.
+
+Each checkpoint holds the model's variables under their original names, the optimizer slots
+(`<name>/adam_m`, `<name>/adam_v`) and `global_step`, like the Estimator checkpoints of the original
+release, so `tf.train.latest_checkpoint`, HuggingFace's `load_tf_weights_in_bert` and this project's
+`--init_checkpoint` all read them. The bundle and then the state file are each replaced
+atomically, so a run killed at any moment leaves the previous checkpoint usable.
+"""
+
+import os
+import shutil
+import tempfile
+
+from absl import logging
+import tensorflow as tf
+from google.protobuf import text_format
+
+from modeling import checkpoint_io
+
+STATE_FILENAME = "checkpoint"
+CHECKPOINT_BASENAME = "model.ckpt"
+
+
+def checkpoint_step(prefix):
+  """Returns the step of `.../model.ckpt-<step>`, or None for other names."""
+  base = os.path.basename(prefix)
+  head, _, step = base.rpartition("-")
+  return int(step) if head and step.isdigit() else None
+
+
+def _write_state_file(directory, prefixes):
+  """Atomically writes the `checkpoint` state proto listing `prefixes` (oldest first)."""
+  # Relative paths keep the directory movable; latest_checkpoint joins them with the directory.
+  names = [os.path.basename(p) for p in prefixes]
+  state = tf.compat.v1.train.generate_checkpoint_state_proto(
+      directory, names[-1], all_model_checkpoint_paths=names)
+  path = os.path.join(directory, STATE_FILENAME)
+  temp_path = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(temp_path, "w") as f:
+    f.write(text_format.MessageToString(state))
+  tf.io.gfile.rename(temp_path, path, overwrite=True)
+
+
+def _delete_checkpoint(prefix):
+  for path in tf.io.gfile.glob(prefix + ".*"):
+    tf.io.gfile.remove(path)
+
+
+class CheckpointManager:
+  """Saves, lists, prunes and restores the checkpoints of one output directory.
+
+  Args:
+    directory: the run's `output_dir`.
+    name_to_variable: dict original name -> variable, everything a checkpoint holds (model
+      variables, optimizer slots and `global_step`).
+    keep_checkpoint_max: number of checkpoints kept (0 or None keeps all).
+    is_chief: only the chief writes into `directory`; other workers write the same bundle into a
+      temporary directory and delete it, as TensorFlow recommends for multi-worker training.
+
+  Example:
+    >>> manager = CheckpointManager(output_dir, variables, keep_checkpoint_max=5)
+    >>> manager.restore_latest()  # -> step restored, or None
+    >>> manager.save(step=1000)   # -> output_dir/model.ckpt-1000
+  """
+
+  def __init__(self, directory, name_to_variable, keep_checkpoint_max=5, is_chief=True):
+    self.directory = directory
+    self.name_to_variable = dict(name_to_variable)
+    self.keep_checkpoint_max = keep_checkpoint_max
+    self.is_chief = is_chief
+
+  def latest(self):
+    """Returns the latest checkpoint prefix of the directory, or None."""
+    return tf.train.latest_checkpoint(self.directory)
+
+  def _existing(self):
+    state = tf.train.get_checkpoint_state(self.directory)
+    if state is None:
+      return []
+    prefixes = [p if os.path.isabs(p) else os.path.join(self.directory, p)
+                for p in state.all_model_checkpoint_paths]
+    return [p for p in prefixes if tf.io.gfile.exists(p + checkpoint_io.INDEX_SUFFIX)]
+
+  def save(self, step):
+    """Writes `model.ckpt-<step>`, updates the state file, deletes checkpoints beyond the limit.
+
+    Returns:
+      the prefix written (in a temporary directory on non-chief workers, already deleted).
+    """
+    if not self.is_chief:
+      temp_dir = tempfile.mkdtemp(prefix="worker-ckpt-")
+      prefix = checkpoint_io.write_checkpoint(
+          os.path.join(temp_dir, f"{CHECKPOINT_BASENAME}-{step}"), self.name_to_variable)
+      shutil.rmtree(temp_dir, ignore_errors=True)
+      return prefix
+    prefix = os.path.join(self.directory, f"{CHECKPOINT_BASENAME}-{step}")
+    checkpoint_io.write_checkpoint(prefix, self.name_to_variable)
+    prefixes = [p for p in self._existing() if p != prefix] + [prefix]
+    kept = prefixes[-self.keep_checkpoint_max:] if self.keep_checkpoint_max else prefixes
+    _write_state_file(self.directory, kept)
+    for old in prefixes[:len(prefixes) - len(kept)]:
+      _delete_checkpoint(old)
+    logging.info("Saved checkpoint %s", prefix)
+    return prefix
+
+  def restore(self, prefix):
+    """Assigns every variable from `prefix`; all must be present with their shapes.
+
+    Returns:
+      the checkpoint's step (from its name).
+    """
+    checkpoint_io.assign_from_checkpoint(self.name_to_variable, prefix, required_prefixes=("",))
+    logging.info("Resumed from %s", prefix)
+    return checkpoint_step(prefix)
+
+  def restore_latest(self):
+    """Restores the directory's latest checkpoint; returns its step, or None if there is none."""
+    prefix = self.latest()
+    return None if prefix is None else self.restore(prefix)

@@ -1,0 +1,30 @@
+"""Entry point of the runners: an absl app whose bad-input errors end in one line, exit status 1."""
+
+import os
+import sys
+
+from absl import app
+
+from modeling import checkpoint_io
+from training import distribution
+from training import engine
+from training import input_pipeline
+
+USER_ERRORS = (
+    checkpoint_io.CheckpointError,
+    distribution.DistributionError,
+    engine.ConfigError,
+    engine.NonFiniteLossError,
+    input_pipeline.InputError,
+)
+
+
+def run(main):
+  """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for
+  `USER_ERRORS` (bad flags, files, checkpoints, TPU address, or a diverged loss)."""
+  def main_with_clear_errors(argv):
+    try:
+      return main(argv)
+    except USER_ERRORS as error:
+      sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
+  app.run(main_with_clear_errors)

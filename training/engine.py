@@ -1,0 +1,411 @@
+"""The one training and evaluation loop of every runner (pretraining, classifier, SQuAD, NER).
+
+`Trainer` builds the task's model, the optimizer (with its slots) and the loss scale inside the
+strategy scope, restores the latest checkpoint of `output_dir` (weights, slots, step) or warm-starts
+the weights from `init_checkpoint`, then runs `steps_per_loop` steps per call of a `tf.function` in
+which `strategy.run` executes each replica's step:
+
+  micro-batch loop (gradient accumulation) -> forward/backward (optionally XLA) -> all-reduce of the
+  gradients -> [loss-scale check] -> clip + AdamWeightDecay/LAMB update.
+
+Each replica's loss is divided by `num_replicas * gradient_accumulation_steps` before the gradient,
+so the summed gradients are those of the mean loss of the global batch and every replica applies the
+same update. Checkpoints go to `output_dir/model.ckpt-<step>` under the original variable names.
+"""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from modeling import checkpoint_io
+from modeling import optimization
+from training import checkpointing
+from training import distribution
+from training import mixed_precision
+
+EVAL_RESULTS_FILENAME = "eval_results.txt"
+
+
+class ConfigError(ValueError):
+  """The run's settings are inconsistent (e.g. a batch size the replicas cannot split)."""
+
+
+class NonFiniteLossError(RuntimeError):
+  """The training loss became NaN or infinite; training stopped without saving."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+  """Settings of a run, mostly from the shared flags (see `training.flags.run_config_from_flags`).
+
+  Attributes:
+    output_dir: checkpoints, summaries, eval_results.txt.
+    num_train_steps: global step at which training ends.
+    train_batch_size: examples per optimizer step over all replicas and micro-batches.
+    eval_batch_size: examples per evaluation step over all replicas.
+    steps_per_loop: steps per call of the compiled loop (and per log line / summary).
+    save_checkpoints_steps: checkpoint period; a checkpoint is also written at the end.
+    keep_checkpoint_max: checkpoints kept (0 keeps all).
+    init_checkpoint: warm start (weights only) when output_dir has no checkpoint.
+    gradient_accumulation_steps: micro-batches per optimizer step.
+    mixed_precision: "float32", "mixed_float16" (dynamic loss scaling) or "mixed_bfloat16".
+    jit_compile: compile each replica's forward and backward pass with XLA.
+  """
+  output_dir: str
+  num_train_steps: int = 0
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  steps_per_loop: int = 1000
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  init_checkpoint: str = None
+  gradient_accumulation_steps: int = 1
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
+
+
+def _format_duration(seconds):
+  seconds = int(round(seconds))
+  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def write_eval_results(path, results):
+  """Writes `key = value` lines sorted by key (the original's eval_results.txt), atomically."""
+  temp_path = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(temp_path, "w") as f:
+    for key in sorted(results):
+      f.write(f"{key} = {results[key]}\n")
+  tf.io.gfile.rename(temp_path, path, overwrite=True)
+
+
+class Trainer:
+  """Trains and evaluates one `Task` under one strategy.
+
+  Args:
+    strategy: a `tf.distribute.Strategy` (see `training.distribution`).
+    task: a `training.task.Task`.
+    config: a `RunConfig`.
+    optimizer_fn: callable returning an unbuilt `modeling.optimization.AdamWeightDecay`/`Lamb`
+      (e.g. `lambda: optimization.create_optimizer(lr, steps, warmup, "adamw")`); None for a
+      trainer that only evaluates.
+
+  Example:
+    >>> trainer = Trainer(strategy, PretrainingTask(bert_config), config,
+    ...                   lambda: optimization.create_optimizer(1e-4, 1000, 100))
+    >>> trainer.train(train_input_fn)          # resumes from output_dir if it holds checkpoints
+    >>> trainer.evaluate(eval_input_fn, max_eval_steps=100)  # writes eval_results.txt
+  """
+
+  def __init__(self, strategy, task, config, optimizer_fn=None):
+    self.strategy = strategy
+    self.task = task
+    self.config = config
+    self.num_replicas = strategy.num_replicas_in_sync
+    self.is_chief = distribution.is_chief(strategy)
+    mixed_precision.set_policy(config.mixed_precision)
+    with strategy.scope():
+      self.model = task.build_model()
+      self.model_variables = {name: optimization.as_tf_variable(variable)
+                              for name, variable in self.model.name_to_variable().items()}
+      if not self.model_variables:
+        raise ValueError(f"{type(self.model).__name__}.name_to_variable() is empty")
+      self.optimizer = optimizer_fn() if optimizer_fn else None
+      if self.optimizer is not None:
+        self.optimizer.build(self.model_variables)
+        self.global_step = self.optimizer.iterations
+      else:
+        self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
+                                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self.loss_scale = (mixed_precision.DynamicLossScale()
+                         if config.mixed_precision == "mixed_float16" else None)
+    checkpoint_variables = dict(self.model_variables, global_step=self.global_step)
+    if self.optimizer is not None:
+      checkpoint_variables.update(self.optimizer.slot_name_to_variable())
+    self.checkpoints = checkpointing.CheckpointManager(
+        config.output_dir, checkpoint_variables, config.keep_checkpoint_max, self.is_chief)
+    self._initialized = False
+    self._forward_backward_fn = None
+    self._train_loop = None
+    self._eval_step = None
+
+
+  def initialize(self):
+    """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
+    if self._initialized:
+      return
+    self._initialized = True
+    if self.checkpoints.restore_latest() is not None:
+      logging.info("Resuming at global step %d", int(self.global_step.numpy()))
+      return
+    if self.config.init_checkpoint:
+      report = checkpoint_io.assign_from_checkpoint(self.model_variables,
+                                                    self.config.init_checkpoint)
+      logging.info("Initialised %d variable(s) from %s; not in the checkpoint (trained from "
+                   "scratch): %s; checkpoint tensors not used: %s", len(report["loaded"]),
+                   self.config.init_checkpoint, report["missing"] or "none",
+                   report["unexpected"] or "none")
+
+
+  def _check_metrics(self, metrics):
+    if set(metrics) != set(self.task.metric_names):
+      raise ValueError(f"{type(self.task).__name__}.compute_loss returned metrics "
+                       f"{sorted(metrics)}, but its metric_names are "
+                       f"{sorted(self.task.metric_names)}")
+    return {name: (tf.cast(s, tf.float32), tf.cast(c, tf.float32))
+            for name, (s, c) in metrics.items()}
+
+  def _forward_backward(self, features):
+    """Loss, metrics and gradients of one micro-batch on one replica.
+
+    Returns:
+      `(loss, metrics, gradients)`: float32 scalar mean loss; dict name -> (sum, count); list of
+      dense gradients (None for variables the loss does not depend on) of
+      `loss / (num_replicas * accumulation_steps) [* loss_scale]`.
+    """
+    variables = self.optimizer.trainable_variables
+    with tf.GradientTape() as tape:
+      outputs = self.task.call_model(self.model, features, training=True)
+      loss, metrics = self.task.compute_loss(features, outputs, training=True)
+      loss = tf.cast(loss, tf.float32)
+      scaled_loss = loss / float(self.num_replicas * self.config.gradient_accumulation_steps)
+      if self.loss_scale is not None:
+        scaled_loss = self.loss_scale.scale_loss(scaled_loss)
+    gradients = tape.gradient(scaled_loss, variables)
+    gradients = [None if g is None else tf.convert_to_tensor(g) for g in gradients]
+    return loss, self._check_metrics(metrics), gradients
+
+  def _replica_train_step(self, features):
+    """One optimizer step on one replica; returns (loss / num_replicas, metric sums/counts)."""
+    accumulation_steps = self.config.gradient_accumulation_steps
+    forward_backward = self._forward_backward_fn
+    variables = self.optimizer.trainable_variables
+    if accumulation_steps == 1:
+      loss, metrics, gradients = forward_backward(features)
+      present = [i for i, g in enumerate(gradients) if g is not None]
+      gradients = [gradients[i] for i in present]
+    else:
+      micro_batches = {
+          name: tf.reshape(value, tf.concat([[accumulation_steps, -1], tf.shape(value)[1:]], 0))
+          for name, value in features.items()}
+      loss, metrics, gradients = forward_backward(
+          {name: value[0] for name, value in micro_batches.items()})
+      # Variables without a gradient (unused by the loss) stay untouched, as in the original.
+      present = [i for i, g in enumerate(gradients) if g is not None]
+      gradients = [gradients[i] for i in present]
+      for index in tf.range(1, accumulation_steps):
+        micro_loss, micro_metrics, micro_gradients = forward_backward(
+            {name: value[index] for name, value in micro_batches.items()})
+        loss += micro_loss
+        metrics = {name: (metrics[name][0] + s, metrics[name][1] + c)
+                   for name, (s, c) in micro_metrics.items()}
+        gradients = [g + micro_gradients[i] for g, i in zip(gradients, present)]
+      loss /= float(accumulation_steps)
+    gradients = tf.distribute.get_replica_context().all_reduce(
+        tf.distribute.ReduceOp.SUM, gradients)
+    should_apply = None
+    if self.loss_scale is not None:
+      gradients = self.loss_scale.unscale(gradients)
+      should_apply = self.loss_scale.update(gradients)
+    self.optimizer.apply_gradients(zip(gradients, [variables[i] for i in present]),
+                                   should_apply=should_apply)
+    return loss / float(self.num_replicas), metrics
+
+  def _replica_eval_step(self, features):
+    """Returns (loss * batch size, batch size, metric sums/counts) of one replica's batch."""
+    outputs = self.task.call_model(self.model, features, training=False)
+    loss, metrics = self.task.compute_loss(features, outputs, training=False)
+    batch_size = tf.cast(tf.shape(tf.nest.flatten(features)[0])[0], tf.float32)
+    # An exhausted replica gets an empty batch whose mean loss is NaN; it must weigh nothing.
+    weighted_loss = tf.where(batch_size > 0, tf.cast(loss, tf.float32) * batch_size, 0.0)
+    return weighted_loss, batch_size, self._check_metrics(metrics)
+
+
+  def _reduce(self, per_replica):
+    return tf.nest.map_structure(
+        lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None),
+        per_replica)
+
+  def _build_train_loop(self):
+    self._forward_backward_fn = (tf.function(self._forward_backward, jit_compile=True)
+                                 if self.config.jit_compile else self._forward_backward)
+    zero_metrics = {name: (tf.constant(0.0), tf.constant(0.0)) for name in self.task.metric_names}
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      """Runs up to `num_steps` steps; stops after the first non-finite loss.
+
+      Returns:
+        `(losses, metrics)`: float32 `[steps_run]` global mean loss per step; dict name ->
+        (sum, count) over the steps run.
+      """
+      losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+      metrics = zero_metrics
+      loss = tf.constant(0.0)
+      for index in tf.range(num_steps):
+        if not tf.math.is_finite(loss):
+          break
+        step_loss, step_metrics = self._reduce(
+            self.strategy.run(self._replica_train_step, args=(next(iterator),)))
+        loss = step_loss
+        losses = losses.write(index, loss)
+        metrics = {name: (metrics[name][0] + step_metrics[name][0],
+                          metrics[name][1] + step_metrics[name][1]) for name in metrics}
+      return losses.stack(), metrics
+
+    return train_loop
+
+
+  def _check_batch_size(self):
+    divisor = self.num_replicas * self.config.gradient_accumulation_steps
+    if self.config.train_batch_size % divisor:
+      raise ConfigError(
+          f"--train_batch_size={self.config.train_batch_size} must be divisible by replicas "
+          f"({self.num_replicas}) * --gradient_accumulation_steps "
+          f"({self.config.gradient_accumulation_steps})")
+
+  def _summary_writer(self, subdirectory=""):
+    """Returns (writer, temp_dir): the chief writes in output_dir, other workers in a temp dir."""
+    if self.is_chief:
+      return tf.summary.create_file_writer(os.path.join(self.config.output_dir, subdirectory)), None
+    temp_dir = tempfile.mkdtemp(prefix="worker-summaries-")
+    return tf.summary.create_file_writer(temp_dir), temp_dir
+
+  def train(self, input_fn):
+    """Trains until `num_train_steps`, resuming from output_dir's latest checkpoint.
+
+    Args:
+      input_fn: `(tf.distribute.InputContext) -> tf.data.Dataset` of per-replica batches of
+        `train_batch_size / num_replicas` examples, repeating (see `training.input_pipeline`).
+
+    Returns:
+      dict with `global_step` (int), `loss` (mean of the last loop), `metrics` (dict of the last
+      loop's values) and `history` (list of (step, loss) for every step run by this call).
+
+    Raises:
+      NonFiniteLossError: naming the step; nothing is saved after the last good checkpoint.
+    """
+    if self.optimizer is None:
+      raise ConfigError("this Trainer was built without an optimizer_fn and cannot train")
+    self._check_batch_size()
+    config = self.config
+    self.initialize()
+    step = int(self.global_step.numpy())
+    result = {"global_step": step, "loss": None, "metrics": {}, "history": []}
+    if step >= config.num_train_steps:
+      logging.info("Global step %d already reaches num_train_steps=%d; nothing to train",
+                   step, config.num_train_steps)
+      return result
+    if self._train_loop is None:
+      self._train_loop = self._build_train_loop()
+    iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
+    writer, temp_dir = self._summary_writer()
+    first_step, start_time = step, time.time()
+    try:
+      while step < config.num_train_steps:
+        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+        num_steps = min(config.steps_per_loop, next_save - step, config.num_train_steps - step)
+        loop_start = time.time()
+        losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
+        losses = losses.numpy()
+        elapsed = time.time() - loop_start
+        if not np.all(np.isfinite(losses)):
+          bad = int(np.argmax(~np.isfinite(losses)))
+          raise NonFiniteLossError(
+              f"training loss is {losses[bad]} at step {step + bad + 1}; stopped without saving, "
+              f"last good checkpoint: {self.checkpoints.latest() or 'none'}")
+        result["history"].extend((step + i + 1, float(l)) for i, l in enumerate(losses))
+        step = int(self.global_step.numpy())
+        result.update(global_step=step, loss=float(np.mean(losses)),
+                      metrics={name: float(s / c) if c else float("nan")
+                               for name, (s, c) in metrics.items()})
+        self._log_and_summarize(writer, step, len(losses), elapsed, first_step, start_time, result)
+        if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
+          self.checkpoints.save(step)
+    finally:
+      writer.close()
+      if temp_dir:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    return result
+
+  def _log_and_summarize(self, writer, step, num_steps, elapsed, first_step, start_time, result):
+    """One log line and the TensorBoard scalars of a finished loop."""
+    steps_per_second = num_steps / max(elapsed, 1e-9)
+    examples_per_second = steps_per_second * self.config.train_batch_size
+    overall_rate = (step - first_step) / max(time.time() - start_time, 1e-9)
+    eta = (self.config.num_train_steps - step) / max(overall_rate, 1e-9)
+    # The rate of the last step taken, as the original's schedule evaluates it.
+    learning_rate = float(self.optimizer.current_learning_rate(self.global_step - 1).numpy())
+    metric_text = "".join(f", {name} = {value:.6g}" for name, value in result["metrics"].items())
+    logging.info("step %d/%d: loss = %.6g%s, lr = %.4g, steps/s = %.3g, examples/s = %.4g, ETA %s",
+                 step, self.config.num_train_steps, result["loss"], metric_text, learning_rate,
+                 steps_per_second, examples_per_second, _format_duration(eta))
+    with writer.as_default(step=step):
+      tf.summary.scalar("loss", result["loss"])
+      tf.summary.scalar("learning_rate", learning_rate)
+      tf.summary.scalar("examples_per_second", examples_per_second)
+      tf.summary.scalar("global_step/sec", steps_per_second)
+      for name, value in result["metrics"].items():
+        tf.summary.scalar(name, value)
+      if self.loss_scale is not None:
+        tf.summary.scalar("loss_scale", self.loss_scale.scale.read_value())
+    writer.flush()
+
+
+  def evaluate(self, input_fn, max_eval_steps=None):
+    """Evaluates the current weights (restored from output_dir or init_checkpoint if not trained).
+
+    Args:
+      input_fn: `(tf.distribute.InputContext) -> tf.data.Dataset` of per-replica batches of
+        `eval_batch_size / num_replicas` examples.
+      max_eval_steps: stop after this many batches (None: until the data ends).
+
+    Returns:
+      dict: each task metric as sum/count over all batches and replicas, `loss` (mean per-example
+      loss; the mean of batch losses when batches are full, as the original's Estimator) and
+      `global_step`; also written to `output_dir/eval_results.txt` and to summaries in
+      `output_dir/eval`.
+    """
+    self.initialize()
+    if self._eval_step is None:
+      @tf.function(reduce_retracing=True)
+      def eval_step(features):
+        return self._reduce(self.strategy.run(self._replica_eval_step, args=(features,)))
+      self._eval_step = eval_step
+    loss_sum, example_count = 0.0, 0.0
+    sums = {name: 0.0 for name in self.task.metric_names}
+    counts = dict(sums)
+    num_batches = 0
+    for features in self.strategy.distribute_datasets_from_function(input_fn):
+      if max_eval_steps is not None and num_batches >= max_eval_steps:
+        break
+      weighted_loss, batch_size, metrics = self._eval_step(features)
+      loss_sum += float(weighted_loss)
+      example_count += float(batch_size)
+      for name, (s, c) in metrics.items():
+        sums[name] += float(s)
+        counts[name] += float(c)
+      num_batches += 1
+    if not num_batches:
+      raise ConfigError("the evaluation input holds no complete batch")
+    results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
+    results["loss"] = loss_sum / example_count
+    results["global_step"] = int(self.global_step.numpy())
+    logging.info("Eval results after %d batch(es): %s", num_batches,
+                 ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
+    writer, temp_dir = self._summary_writer("eval")
+    with writer.as_default(step=results["global_step"]):
+      for name, value in results.items():
+        if name != "global_step":
+          tf.summary.scalar(name, value)
+    writer.close()
+    if temp_dir:
+      shutil.rmtree(temp_dir, ignore_errors=True)
+    if self.is_chief:
+      write_eval_results(os.path.join(self.config.output_dir, EVAL_RESULTS_FILENAME), results)
+    return results

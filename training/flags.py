@@ -1,0 +1,118 @@
+"""Flag groups shared by the runners (run_pretraining, run_classifier, run_squad, run_ner).
+
+Each runner defines its own task flags (as the original scripts) and calls the `define_*` functions
+below for the engine's flags; `run_config_from_flags` turns the values into an `engine.RunConfig`.
+The original's TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_project`, `--master`,
+`--num_tpu_cores`) and `--iterations_per_loop` keep working.
+"""
+
+from absl import flags
+
+from modeling import optimization
+from training import distribution
+from training import engine
+from training import input_pipeline
+from training import mixed_precision
+
+
+def define_distribution_flags(flag_values=flags.FLAGS):
+  """--distribution_strategy, --num_gpus, --tpu and the original's TPU flags."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_enum("distribution_strategy", "mirrored", distribution.STRATEGIES,
+                    "one_device, mirrored (all local GPUs, or the CPU), multi_worker_mirrored "
+                    "(hosts described by TF_CONFIG) or tpu.", **fv)
+  flags.DEFINE_integer("num_gpus", None,
+                       "GPUs for one_device/mirrored; default all visible GPUs.", **fv)
+  flags.DEFINE_string("tpu", None, "Cloud TPU name, 'local', or grpc://host:port address.", **fv)
+  flags.DEFINE_bool("use_tpu", False,
+                    "Original flag: run on the TPU given by --tpu_name/--master.", **fv)
+  flags.DEFINE_string("tpu_name", None, "Original flag: Cloud TPU name (same as --tpu).", **fv)
+  flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU (default: detected).", **fv)
+  flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU (default: detected).",
+                      **fv)
+  flags.DEFINE_string("master", None,
+                      "Original flag: TPU gRPC address, used when --tpu_name is unset.", **fv)
+  flags.DEFINE_integer("num_tpu_cores", 8,
+                       "Original flag: TPU cores; the TPU's own count is used.", **fv)
+
+
+def define_speed_flags(flag_values=flags.FLAGS):
+  """--mixed_precision, --jit_compile, --gradient_accumulation_steps, --steps_per_loop."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_enum("mixed_precision", "float32", mixed_precision.POLICIES,
+                    "Compute dtype; mixed_float16 uses dynamic loss scaling; weights stay "
+                    "float32.", **fv)
+  flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.", **fv)
+  flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                       "Micro-batches per optimizer step; the train batch size stays the number "
+                       "of examples per step and must be divisible by replicas * this.", **fv)
+  flags.DEFINE_integer("steps_per_loop", 1000,
+                       "Steps per call of the compiled training loop (also the logging period).",
+                       **fv)
+  flags.DEFINE_alias("iterations_per_loop", "steps_per_loop", **fv)
+
+
+def define_checkpoint_flags(flag_values=flags.FLAGS):
+  """--output_dir, --init_checkpoint, --save_checkpoints_steps, --keep_checkpoint_max."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_string("output_dir", None,
+                      "Checkpoints, summaries and eval_results.txt; a run resumes from the latest "
+                      "checkpoint found here.", **fv)
+  flags.DEFINE_string("init_checkpoint", None,
+                      "Warm start (weights only) when output_dir holds no checkpoint.", **fv)
+  flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.", **fv)
+  flags.DEFINE_integer("keep_checkpoint_max", 5,
+                       "Checkpoints kept in output_dir (0 keeps all).", **fv)
+
+
+def define_optimizer_flags(flag_values=flags.FLAGS):
+  """--optimizer."""
+  flags.DEFINE_enum("optimizer", "adamw", optimization.OPTIMIZER_TYPES,
+                    "adamw: the original AdamWeightDecay; lamb: LAMB (layer-wise trust ratio).",
+                    flag_values=flag_values)
+
+
+def define_input_flags(flag_values=flags.FLAGS):
+  """--input_compression."""
+  flags.DEFINE_enum("input_compression", "none", sorted(input_pipeline.COMPRESSION_TYPES),
+                    "Compression of the input TFRecord files.", flag_values=flag_values)
+
+
+def define_all(flag_values=flags.FLAGS):
+  """Defines every group above."""
+  define_distribution_flags(flag_values)
+  define_speed_flags(flag_values)
+  define_checkpoint_flags(flag_values)
+  define_optimizer_flags(flag_values)
+  define_input_flags(flag_values)
+
+
+def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_batch_size=8):
+  """Returns the `engine.RunConfig` of the shared flags plus the runner's own settings.
+
+  Args:
+    flag_values: `absl.flags.FLAGS` after parsing, with every group above defined.
+    num_train_steps: the runner's step count (a flag for pretraining, derived from epochs when
+      fine-tuning).
+    train_batch_size, eval_batch_size: the runner's `--train_batch_size` / `--eval_batch_size`.
+  """
+  if flag_values.save_checkpoints_steps <= 0:
+    raise engine.ConfigError(f"--save_checkpoints_steps must be positive, got "
+                     f"{flag_values.save_checkpoints_steps}")
+  if flag_values.steps_per_loop <= 0:
+    raise engine.ConfigError(f"--steps_per_loop must be positive, got {flag_values.steps_per_loop}")
+  if flag_values.gradient_accumulation_steps <= 0:
+    raise engine.ConfigError(f"--gradient_accumulation_steps must be positive, got "
+                     f"{flag_values.gradient_accumulation_steps}")
+  return engine.RunConfig(
+      output_dir=flag_values.output_dir,
+      num_train_steps=num_train_steps,
+      train_batch_size=train_batch_size,
+      eval_batch_size=eval_batch_size,
+      steps_per_loop=flag_values.steps_per_loop,
+      save_checkpoints_steps=flag_values.save_checkpoints_steps,
+      keep_checkpoint_max=flag_values.keep_checkpoint_max,
+      init_checkpoint=flag_values.init_checkpoint,
+      gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
+      mixed_precision=flag_values.mixed_precision,
+      jit_compile=flag_values.jit_compile)

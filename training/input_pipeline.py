@@ -1,0 +1,194 @@
+"""TFRecord input pipelines shared by every runner, sharded per tf.distribute input pipeline.
+
+The training pipeline follows the original `run_pretraining.input_fn_builder`: file names shuffled,
+repeated, read with a parallel interleave, records shuffled (buffer 100), parsed with the
+`tf.train.Example` spec (int64 -> int32), batched with `drop_remainder`. Each input pipeline of a
+distribution strategy reads its own shard: whole files when there are at least as many files as
+pipelines, else every n-th record.
+"""
+
+import tensorflow as tf
+
+from data import schemas
+
+COMPRESSION_TYPES = {"none": None, "gzip": "GZIP"}
+_MAX_CYCLE_LENGTH = 8
+
+
+class InputError(ValueError):
+  """The input files are missing or do not hold the records the runner expects."""
+
+
+def expand_file_patterns(file_patterns, flag_name="--input_file"):
+  """Expands a comma-separated list of globs into the sorted list of matching files.
+
+  Args:
+    file_patterns: "a/*.tfrecord,b.tfrecord" or a list of such patterns.
+    flag_name: named in the error message.
+
+  Returns:
+    sorted list of unique file paths (strings).
+
+  Raises:
+    InputError: no pattern given, or a pattern matches no file.
+  """
+  if isinstance(file_patterns, str):
+    file_patterns = file_patterns.split(",")
+  patterns = [p.strip() for p in file_patterns if p and p.strip()]
+  if not patterns:
+    raise InputError(f"{flag_name} is empty")
+  files = set()
+  for pattern in patterns:
+    matches = tf.io.gfile.glob(pattern)
+    if not matches:
+      raise InputError(f"{flag_name}: no file matches {pattern!r}")
+    files.update(matches)
+  return sorted(files)
+
+
+def make_dataset(file_paths, feature_spec, batch_size, is_training, input_context=None,
+                 repeat=None, shuffle_buffer_size=100, compression_type=None, seed=None,
+                 drop_remainder=True):
+  """Builds the dataset of one input pipeline.
+
+  Args:
+    file_paths: list of TFRecord files (see `expand_file_patterns`).
+    feature_spec: dict name -> `tf.io.FixedLenFeature` (see `data.schemas`).
+    batch_size: examples per batch of THIS pipeline (per-replica batch under a strategy).
+    is_training: shuffles file order and records, reads files non-deterministically for speed.
+    input_context: `tf.distribute.InputContext` of this pipeline, or None for a single pipeline.
+    repeat: repeat forever; defaults to `is_training`.
+    shuffle_buffer_size: record shuffle buffer when training (100 as the original); 0 keeps the
+      file order (with `seed`, runs become reproducible).
+    compression_type: None or "GZIP".
+    seed: shuffle seed; also makes the interleave deterministic.
+    drop_remainder: drop the last partial batch (static batch dimension, as the original).
+
+  Returns:
+    `tf.data.Dataset` of dicts name -> tensor `[batch_size] + feature shape`, ints as int32.
+  """
+  repeat = is_training if repeat is None else repeat
+  num_pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline_id = input_context.input_pipeline_id if input_context else 0
+  shard_by_files = num_pipelines > 1 and len(file_paths) >= num_pipelines
+  shard_by_records = num_pipelines > 1 and not shard_by_files
+  deterministic = not is_training or seed is not None
+
+  files = tf.data.Dataset.from_tensor_slices(tf.constant(file_paths, tf.string))
+  if shard_by_files:
+    files = files.shard(num_pipelines, pipeline_id)
+  # With record sharding, every pipeline must see the records in the same order.
+  if is_training and not shard_by_records:
+    files = files.shuffle(len(file_paths), seed=seed, reshuffle_each_iteration=True)
+  if repeat:
+    files = files.repeat()
+  records = files.interleave(
+      lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type),
+      cycle_length=min(len(file_paths), _MAX_CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic or shard_by_records)
+  if shard_by_records:
+    records = records.shard(num_pipelines, pipeline_id)
+  if is_training and shuffle_buffer_size > 1:
+    records = records.shuffle(shuffle_buffer_size, seed=seed)
+  dataset = records.map(lambda record: schemas.decode_record(record, feature_spec),
+                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+  return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **dataset_kwargs):
+  """Returns `input_fn(input_context)` for `strategy.distribute_datasets_from_function`.
+
+  Args:
+    file_paths: list of TFRecord files.
+    feature_spec: dict name -> `tf.io.FixedLenFeature`.
+    global_batch_size: examples per step over all replicas; each replica gets
+      `global_batch_size / num_replicas_in_sync`.
+    is_training: see `make_dataset`.
+    **dataset_kwargs: further arguments of `make_dataset`.
+
+  Returns:
+    callable `(tf.distribute.InputContext) -> tf.data.Dataset` of per-replica batches.
+  """
+  def input_fn(input_context):
+    per_replica_batch_size = input_context.get_per_replica_batch_size(global_batch_size)
+    return make_dataset(file_paths, feature_spec, per_replica_batch_size, is_training,
+                        input_context=input_context, **dataset_kwargs)
+  return input_fn
+
+
+def distribute_input_fn(strategy, input_fn):
+  """Returns the distributed dataset of `input_fn` (one `input_fn` call per input pipeline)."""
+  return strategy.distribute_datasets_from_function(input_fn)
+
+
+def validate_first_record(file_paths, feature_spec, compression_type=None):
+  """Checks that the first record of the input fits `feature_spec`, before any training starts.
+
+  Args:
+    file_paths: list of TFRecord files; the first one is read.
+    feature_spec: dict name -> `tf.io.FixedLenFeature`.
+    compression_type: None or "GZIP".
+
+  Raises:
+    InputError: naming the file, the feature and the expected vs actual type or length.
+  """
+  path = file_paths[0]
+  dataset = tf.data.TFRecordDataset(path, compression_type=compression_type).take(1)
+  try:
+    serialized = [record.numpy() for record in dataset]
+  except tf.errors.OpError as error:
+    hint = "" if compression_type else " (a gzip file needs --input_compression=gzip)"
+    raise InputError(f"{path}: not a readable TFRecord file{hint}: {error.message}") from None
+  if not serialized:
+    raise InputError(f"{path}: holds no record")
+  try:
+    example = tf.train.Example.FromString(serialized[0])
+  except Exception as error:  # protobuf raises its own DecodeError type
+    raise InputError(f"{path}: first record is not a tf.train.Example: {error}") from None
+  features = example.features.feature
+  for name, spec in sorted(feature_spec.items()):
+    expected_kind = "float_list" if spec.dtype == tf.float32 else (
+        "bytes_list" if spec.dtype == tf.string else "int64_list")
+    expected_length = int(tf.TensorShape(spec.shape).num_elements())
+    if name not in features:
+      raise InputError(
+          f"{path}: first record has no feature {name!r} (expected {expected_kind} of length "
+          f"{expected_length}); it has {sorted(features)}")
+    kind = features[name].WhichOneof("kind")
+    if kind != expected_kind:
+      raise InputError(f"{path}: feature {name!r} is a {kind}, expected {expected_kind}")
+    length = len(getattr(features[name], kind).value)
+    if length != expected_length:
+      raise InputError(
+          f"{path}: feature {name!r} has length {length}, expected {expected_length}")
+
+
+def input_fn_from_flags(file_patterns, feature_spec, global_batch_size, is_training,
+                        flag_name="--input_file", compression="none", **dataset_kwargs):
+  """Expands and validates a file flag, then returns `make_input_fn(...)` over its files.
+
+  Args:
+    file_patterns: the flag's value: comma-separated globs.
+    feature_spec: dict name -> `tf.io.FixedLenFeature`.
+    global_batch_size: examples per step over all replicas.
+    is_training: see `make_dataset`.
+    flag_name: named in errors.
+    compression: a key of `COMPRESSION_TYPES` ("none" or "gzip").
+    **dataset_kwargs: further arguments of `make_dataset`.
+
+  Returns:
+    `(input_fn, file_paths)`.
+
+  Raises:
+    InputError: no file matches, or the first record does not fit `feature_spec`.
+  """
+  if compression not in COMPRESSION_TYPES:
+    raise InputError(f"--input_compression must be one of {sorted(COMPRESSION_TYPES)}, "
+                     f"got {compression!r}")
+  compression_type = COMPRESSION_TYPES[compression]
+  file_paths = expand_file_patterns(file_patterns, flag_name)
+  validate_first_record(file_paths, feature_spec, compression_type)
+  input_fn = make_input_fn(file_paths, feature_spec, global_batch_size, is_training,
+                           compression_type=compression_type, **dataset_kwargs)
+  return input_fn, file_paths
