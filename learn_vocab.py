@@ -26,6 +26,9 @@ flags.DEFINE_integer("num_unused", vocab_learning.DEFAULT_NUM_UNUSED,
                      "Number of [unusedN] slots between [PAD] and [UNK] (99 puts [UNK], [CLS], "
                      "[SEP], [MASK] at ids 100-103 as in the released vocabularies).",
                      lower_bound=0)
+flags.DEFINE_integer("min_count", vocab_learning.DEFAULT_MIN_COUNT,
+                     "Word pieces seen fewer times than this are not learned; lower it for a "
+                     "small corpus.", lower_bound=1)
 flags.mark_flags_as_required(["input_file", "vocab_file"])
 
 
@@ -41,7 +44,8 @@ def main(argv):
                  stats.undecodable_lines)
     if not word_counts:
       raise ValueError(f"--input_file={FLAGS.input_file}: no words in {len(files)} file(s)")
-    vocab = vocab_learning.learn_vocab(word_counts, FLAGS.vocab_size, FLAGS.num_unused)
+    vocab = vocab_learning.learn_vocab(word_counts, FLAGS.vocab_size, FLAGS.num_unused,
+                                         FLAGS.min_count)
     vocab_learning.write_vocab(vocab, FLAGS.vocab_file)
   except (ValueError, OSError) as error:
     logging.error("%s", error)

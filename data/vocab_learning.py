@@ -18,6 +18,8 @@ from data import graph_tokenization
 # Released vocabularies put 99 unused slots between [PAD] and [UNK], so [UNK]=100 .. [MASK]=103.
 DEFAULT_NUM_UNUSED = 99
 _COUNT_BATCH_SIZE = 4096
+# tensorflow-text's own default; small corpora need a lower one to fill the vocabulary.
+DEFAULT_MIN_COUNT = 10
 
 
 def reserved_tokens(num_unused):
@@ -53,13 +55,15 @@ def count_words(lines, do_lower_case):
   return counts
 
 
-def learn_vocab(word_counts, vocab_size, num_unused=DEFAULT_NUM_UNUSED):
+def learn_vocab(word_counts, vocab_size, num_unused=DEFAULT_NUM_UNUSED,
+                min_count=DEFAULT_MIN_COUNT):
   """Learns a WordPiece vocabulary of at most `vocab_size` entries, special tokens first.
 
   Args:
     word_counts: dict of word -> count.
     vocab_size: the maximum number of entries, special tokens and unused slots included.
     num_unused: number of `[unusedN]` slots.
+    min_count: pieces seen fewer times are never learned (the learner's lower threshold).
 
   Returns:
     list of vocabulary entries, id = index.
@@ -73,7 +77,7 @@ def learn_vocab(word_counts, vocab_size, num_unused=DEFAULT_NUM_UNUSED):
                      f"{len(reserved)} special and unused tokens")
   if not word_counts:
     raise ValueError("no words to learn a vocabulary from")
-  return learner.learn(word_counts, vocab_size, reserved)
+  return learner.learn(word_counts, vocab_size, reserved, lower_thresh=min_count)
 
 
 def write_vocab(vocab, vocab_file):

@@ -11,7 +11,7 @@ stage() { printf '\n== %s\n' "$*"; }
 
 stage "1. Learn a WordPiece vocabulary from samples/sample_corpus.txt"
 "$PYTHON" learn_vocab.py --input_file=samples/sample_corpus.txt \
-  --vocab_file="$DEMO_DIR/vocab.txt" --vocab_size=3000 --alsologtostderr=false
+  --vocab_file="$DEMO_DIR/vocab.txt" --vocab_size=3000 --min_count=2 --alsologtostderr=false
 echo "wrote $DEMO_DIR/vocab.txt ($(wc -l < "$DEMO_DIR/vocab.txt") entries)"
 
 stage "2. Tokenize the corpus with it (pure Python and in-graph)"
