@@ -10,6 +10,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from data import file_patterns
 from data import text_files
 from data import vocab_learning
 
@@ -35,7 +36,7 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 def main(argv):
   del argv
   try:
-    files = text_files.expand_globs(FLAGS.input_file)
+    files = file_patterns.expand_globs(FLAGS.input_file)
     stats = text_files.DecodeStats()
     lines = (line for path in files for line in text_files.read_lines(path, stats))
     word_counts = vocab_learning.count_words(lines, FLAGS.do_lower_case)

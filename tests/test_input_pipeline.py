@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from data import file_patterns
 from data import schemas
 from training import input_pipeline
 
@@ -37,12 +38,12 @@ def test_globs_are_expanded_and_empty_globs_named(tmp_path):
   for i in range(2):
     _write_records(tmp_path / f"part-{i}.tfrecord", 0, 1)
   pattern = str(tmp_path / "part-*.tfrecord")
-  assert input_pipeline.expand_file_patterns(f"{pattern},{tmp_path}/part-0.tfrecord") == [
+  assert file_patterns.expand_globs(f"{pattern},{tmp_path}/part-0.tfrecord") == [
       str(tmp_path / "part-0.tfrecord"), str(tmp_path / "part-1.tfrecord")]
-  with pytest.raises(input_pipeline.InputError, match=r"--input_file: no file matches '.*nope-\*'"):
-    input_pipeline.expand_file_patterns(f"{pattern},{tmp_path}/nope-*")
-  with pytest.raises(input_pipeline.InputError, match="--train_file is empty"):
-    input_pipeline.expand_file_patterns(" , ", flag_name="--train_file")
+  with pytest.raises(file_patterns.InputError, match=r"--input_file: '.*nope-\*' matches no file"):
+    file_patterns.expand_globs(f"{pattern},{tmp_path}/nope-*")
+  with pytest.raises(file_patterns.InputError, match="--train_file is empty"):
+    file_patterns.expand_globs(" , ", flag_name="train_file")
 
 
 def test_parses_casts_and_batches_with_drop_remainder(tmp_path):
@@ -91,28 +92,28 @@ def test_gzip_input(tmp_path):
   assert files == [path]
   dataset = input_fn(tf.distribute.InputContext(num_replicas_in_sync=2))
   assert _ids(dataset) == [0, 1, 2, 3]
-  with pytest.raises(input_pipeline.InputError, match="needs --input_compression=gzip"):
+  with pytest.raises(file_patterns.InputError, match="needs --input_compression=gzip"):
     input_pipeline.input_fn_from_flags(path, SPEC, 2, False)
 
 
 def test_first_record_mismatch_names_file_feature_and_lengths(tmp_path):
   wrong_length = _write_records(tmp_path / "len.tfrecord", 0, 1, input_ids_length=5)
-  with pytest.raises(input_pipeline.InputError,
+  with pytest.raises(file_patterns.InputError,
                      match=r"len\.tfrecord: feature 'input_ids' has length 5, expected 3"):
     input_pipeline.validate_first_record([wrong_length], SPEC)
   missing = _write_records(tmp_path / "missing.tfrecord", 0, 1, drop="label_ids")
-  with pytest.raises(input_pipeline.InputError,
+  with pytest.raises(file_patterns.InputError,
                      match=r"missing\.tfrecord: first record has no feature 'label_ids' "
                            r"\(expected int64_list of length 1\)"):
     input_pipeline.validate_first_record([missing], SPEC)
   wrong_type = dict(SPEC, label_ids=tf.io.FixedLenFeature([], tf.float32))
   ok = _write_records(tmp_path / "ok.tfrecord", 0, 1)
-  with pytest.raises(input_pipeline.InputError,
+  with pytest.raises(file_patterns.InputError,
                      match="feature 'label_ids' is a int64_list, expected float_list"):
     input_pipeline.validate_first_record([ok], wrong_type)
   empty = tmp_path / "empty.tfrecord"
   empty.write_bytes(b"")
-  with pytest.raises(input_pipeline.InputError, match="empty.tfrecord: holds no record"):
+  with pytest.raises(file_patterns.InputError, match="empty.tfrecord: holds no record"):
     input_pipeline.validate_first_record([str(empty)], SPEC)
   input_pipeline.validate_first_record([ok], SPEC)
 

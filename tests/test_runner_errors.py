@@ -30,7 +30,7 @@ def test_empty_glob_and_mismatched_records_fail_before_training(tmp_path):
                    f"--result_file={tmp_path}/r.json")
   assert empty.returncode == 1
   assert _last_line(empty.stderr) == (
-      f"toy_runner.py: error: --input_file: no file matches '{tmp_path}/nothing-*.tfrecord'")
+      f"toy_runner.py: error: --input_file: '{tmp_path}/nothing-*.tfrecord' matches no file")
   assert "Traceback" not in empty.stderr
 
   # Records with the right feature names but x of length 3 instead of 4.

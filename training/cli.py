@@ -5,17 +5,17 @@ import sys
 
 from absl import app
 
+from data import file_patterns
 from modeling import checkpoint_io
 from training import distribution
 from training import engine
-from training import input_pipeline
 
 USER_ERRORS = (
     checkpoint_io.CheckpointError,
     distribution.DistributionError,
     engine.ConfigError,
     engine.NonFiniteLossError,
-    input_pipeline.InputError,
+    file_patterns.InputError,
 )
 
 

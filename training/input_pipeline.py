@@ -9,42 +9,11 @@ pipelines, else every n-th record.
 
 import tensorflow as tf
 
+from data import file_patterns
 from data import schemas
 
 COMPRESSION_TYPES = {"none": None, "gzip": "GZIP"}
 _MAX_CYCLE_LENGTH = 8
-
-
-class InputError(ValueError):
-  """The input files are missing or do not hold the records the runner expects."""
-
-
-def expand_file_patterns(file_patterns, flag_name="--input_file"):
-  """Expands a comma-separated list of globs into the sorted list of matching files.
-
-  Args:
-    file_patterns: "a/*.tfrecord,b.tfrecord" or a list of such patterns.
-    flag_name: named in the error message.
-
-  Returns:
-    sorted list of unique file paths (strings).
-
-  Raises:
-    InputError: no pattern given, or a pattern matches no file.
-  """
-  if isinstance(file_patterns, str):
-    file_patterns = file_patterns.split(",")
-  patterns = [p.strip() for p in file_patterns if p and p.strip()]
-  if not patterns:
-    raise InputError(f"{flag_name} is empty")
-  files = set()
-  for pattern in patterns:
-    matches = tf.io.gfile.glob(pattern)
-    if not matches:
-      raise InputError(f"{flag_name}: no file matches {pattern!r}")
-    files.update(matches)
-  return sorted(files)
-
 
 def make_dataset(file_paths, feature_spec, batch_size, is_training, input_context=None,
                  repeat=None, shuffle_buffer_size=100, compression_type=None, seed=None,
@@ -52,7 +21,7 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
   """Builds the dataset of one input pipeline.
 
   Args:
-    file_paths: list of TFRecord files (see `expand_file_patterns`).
+    file_paths: list of TFRecord files (see `data.file_patterns.expand_globs`).
     feature_spec: dict name -> `tf.io.FixedLenFeature` (see `data.schemas`).
     batch_size: examples per batch of THIS pipeline (per-replica batch under a strategy).
     is_training: shuffles file order and records, reads files non-deterministically for speed.
@@ -95,7 +64,6 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
   dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
-
 def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **dataset_kwargs):
   """Returns `input_fn(input_context)` for `strategy.distribute_datasets_from_function`.
 
@@ -116,11 +84,9 @@ def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **da
                         input_context=input_context, **dataset_kwargs)
   return input_fn
 
-
 def distribute_input_fn(strategy, input_fn):
   """Returns the distributed dataset of `input_fn` (one `input_fn` call per input pipeline)."""
   return strategy.distribute_datasets_from_function(input_fn)
-
 
 def validate_first_record(file_paths, feature_spec, compression_type=None):
   """Checks that the first record of the input fits `feature_spec`, before any training starts.
@@ -131,7 +97,8 @@ def validate_first_record(file_paths, feature_spec, compression_type=None):
     compression_type: None or "GZIP".
 
   Raises:
-    InputError: naming the file, the feature and the expected vs actual type or length.
+    file_patterns.InputError: naming the file, the feature and the expected vs actual type or
+      length.
   """
   path = file_paths[0]
   dataset = tf.data.TFRecordDataset(path, compression_type=compression_type).take(1)
@@ -139,37 +106,38 @@ def validate_first_record(file_paths, feature_spec, compression_type=None):
     serialized = [record.numpy() for record in dataset]
   except tf.errors.OpError as error:
     hint = "" if compression_type else " (a gzip file needs --input_compression=gzip)"
-    raise InputError(f"{path}: not a readable TFRecord file{hint}: {error.message}") from None
+    raise file_patterns.InputError(
+        f"{path}: not a readable TFRecord file{hint}: {error.message}") from None
   if not serialized:
-    raise InputError(f"{path}: holds no record")
+    raise file_patterns.InputError(f"{path}: holds no record")
   try:
     example = tf.train.Example.FromString(serialized[0])
   except Exception as error:  # protobuf raises its own DecodeError type
-    raise InputError(f"{path}: first record is not a tf.train.Example: {error}") from None
+    raise file_patterns.InputError(f"{path}: first record is not a tf.train.Example: {error}") from None
   features = example.features.feature
   for name, spec in sorted(feature_spec.items()):
     expected_kind = "float_list" if spec.dtype == tf.float32 else (
         "bytes_list" if spec.dtype == tf.string else "int64_list")
     expected_length = int(tf.TensorShape(spec.shape).num_elements())
     if name not in features:
-      raise InputError(
+      raise file_patterns.InputError(
           f"{path}: first record has no feature {name!r} (expected {expected_kind} of length "
           f"{expected_length}); it has {sorted(features)}")
     kind = features[name].WhichOneof("kind")
     if kind != expected_kind:
-      raise InputError(f"{path}: feature {name!r} is a {kind}, expected {expected_kind}")
+      raise file_patterns.InputError(
+          f"{path}: feature {name!r} is a {kind}, expected {expected_kind}")
     length = len(getattr(features[name], kind).value)
     if length != expected_length:
-      raise InputError(
+      raise file_patterns.InputError(
           f"{path}: feature {name!r} has length {length}, expected {expected_length}")
 
-
-def input_fn_from_flags(file_patterns, feature_spec, global_batch_size, is_training,
-                        flag_name="--input_file", compression="none", **dataset_kwargs):
+def input_fn_from_flags(patterns, feature_spec, global_batch_size, is_training,
+                        flag_name="input_file", compression="none", **dataset_kwargs):
   """Expands and validates a file flag, then returns `make_input_fn(...)` over its files.
 
   Args:
-    file_patterns: the flag's value: comma-separated globs.
+    patterns: the flag's value: comma-separated globs.
     feature_spec: dict name -> `tf.io.FixedLenFeature`.
     global_batch_size: examples per step over all replicas.
     is_training: see `make_dataset`.
@@ -181,13 +149,13 @@ def input_fn_from_flags(file_patterns, feature_spec, global_batch_size, is_train
     `(input_fn, file_paths)`.
 
   Raises:
-    InputError: no file matches, or the first record does not fit `feature_spec`.
+    file_patterns.InputError: no file matches, or the first record does not fit `feature_spec`.
   """
   if compression not in COMPRESSION_TYPES:
-    raise InputError(f"--input_compression must be one of {sorted(COMPRESSION_TYPES)}, "
-                     f"got {compression!r}")
+    raise file_patterns.InputError(
+        f"--input_compression must be one of {sorted(COMPRESSION_TYPES)}, got {compression!r}")
   compression_type = COMPRESSION_TYPES[compression]
-  file_paths = expand_file_patterns(file_patterns, flag_name)
+  file_paths = file_patterns.expand_globs(patterns, flag_name)
   validate_first_record(file_paths, feature_spec, compression_type)
   input_fn = make_input_fn(file_paths, feature_spec, global_batch_size, is_training,
                            compression_type=compression_type, **dataset_kwargs)
