@@ -1,0 +1,160 @@
+"""`BertEncoder`: the original's `BertModel` as a Keras functional model."""
+
+import keras
+
+from modeling import bert_config as bert_config_lib
+from modeling import embeddings as embeddings_lib
+from modeling import transformer_layer
+from modeling import variable_names
+
+
+class Pooler(keras.layers.Layer):
+  """Dense + tanh on the first (`[CLS]`) token, as the original's `bert/pooler`.
+
+  Args:
+    hidden_size: width H.
+    initializer_range: stddev of the truncated-normal kernel initializer.
+  """
+
+  def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.initializer_range = initializer_range
+    self.dense = keras.layers.Dense(
+        hidden_size, activation="tanh", name="dense",
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+  def build(self, input_shape):
+    self.dense.build((None, self.hidden_size))
+    self.built = True
+
+  def call(self, sequence_output):
+    """`[batch_size, seq_length, hidden_size]` -> `[batch_size, hidden_size]`."""
+    return self.dense(sequence_output[:, 0, :])
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({"hidden_size": self.hidden_size, "initializer_range": self.initializer_range})
+    return config
+
+
+class BertEncoder(keras.Model):
+  """The BERT encoder: embeddings, `num_hidden_layers` Transformer layers, pooler.
+
+  Inputs carry the original names; every output the original's `BertModel` exposes is returned.
+  LayerNorm and the attention softmax run in float32 under a mixed-precision policy; the model
+  also runs under `jit_compile=True`.
+
+  Args:
+    config: a `BertConfig`.
+    **kwargs: passed to `keras.Model` (e.g. `name`).
+
+  Inputs (dict):
+    input_ids: int32 `[batch_size, seq_length]`.
+    input_mask: int32 `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
+    segment_ids: int32 `[batch_size, seq_length]`.
+
+  Outputs (dict):
+    sequence_output: `[batch_size, seq_length, hidden_size]`, the last layer.
+    pooled_output: `[batch_size, hidden_size]`.
+    encoder_outputs: list of `num_hidden_layers` tensors `[batch_size, seq_length, hidden_size]`,
+      every layer's output (the original's `get_all_encoder_layers()`).
+    embedding_output: `[batch_size, seq_length, hidden_size]`.
+
+  Example:
+    >>> config = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2,
+    ...                     num_attention_heads=2, intermediate_size=32)
+    >>> encoder = BertEncoder(config)
+    >>> outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> outputs["pooled_output"].shape  # [batch_size, 16]
+  """
+
+  def __init__(self, config, **kwargs):
+    if isinstance(config, dict):
+      config = bert_config_lib.BertConfig.from_dict(config)
+
+    # === Layers ===
+    embeddings = embeddings_lib.BertEmbeddings(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range,
+        dropout_rate=config.hidden_dropout_prob,
+        name="embeddings")
+    layers = [
+        transformer_layer.TransformerLayer(
+            hidden_size=config.hidden_size,
+            num_attention_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            hidden_act=config.hidden_act,
+            hidden_dropout_prob=config.hidden_dropout_prob,
+            attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+            initializer_range=config.initializer_range,
+            name=f"layer_{index}")
+        for index in range(config.num_hidden_layers)
+    ]
+    pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
+
+    # === Functional model ===
+    inputs = {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+    hidden_states = embedding_output
+    encoder_outputs = []
+    for layer in layers:
+      hidden_states = layer(hidden_states, inputs["input_mask"])
+      encoder_outputs.append(hidden_states)
+    outputs = {
+        "sequence_output": hidden_states,
+        "pooled_output": pooler(hidden_states),
+        "encoder_outputs": encoder_outputs,
+        "embedding_output": embedding_output,
+    }
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    # === Config ===
+    self.config = config
+    self.embeddings = embeddings
+    self.transformer_layers = layers
+    self.pooler = pooler
+
+  def get_embedding_table(self):
+    """The word-embedding variable `[vocab_size, hidden_size]` (tied to the masked-LM output)."""
+    return self.embeddings.word_embeddings
+
+  def name_to_variable(self, scope="bert"):
+    """Returns {original checkpoint name: variable}, e.g. `bert/embeddings/word_embeddings`."""
+    names = {
+        f"{scope}/embeddings/word_embeddings": self.embeddings.word_embeddings,
+        f"{scope}/embeddings/token_type_embeddings": self.embeddings.token_type_embeddings,
+        f"{scope}/embeddings/position_embeddings": self.embeddings.position_embeddings,
+    }
+    names.update(variable_names.layer_norm_variables(f"{scope}/embeddings/LayerNorm",
+                                                     self.embeddings.layer_norm))
+    for index, layer in enumerate(self.transformer_layers):
+      prefix = f"{scope}/encoder/layer_{index}"
+      attention = layer.self_attention
+      names.update(variable_names.dense_variables(f"{prefix}/attention/self/query", attention.query))
+      names.update(variable_names.dense_variables(f"{prefix}/attention/self/key", attention.key))
+      names.update(variable_names.dense_variables(f"{prefix}/attention/self/value", attention.value))
+      names.update(variable_names.dense_variables(f"{prefix}/attention/output/dense",
+                                                  layer.attention_output_dense))
+      names.update(variable_names.layer_norm_variables(f"{prefix}/attention/output/LayerNorm",
+                                                       layer.attention_layer_norm))
+      names.update(variable_names.dense_variables(f"{prefix}/intermediate/dense",
+                                                  layer.intermediate_dense))
+      names.update(variable_names.dense_variables(f"{prefix}/output/dense", layer.output_dense))
+      names.update(variable_names.layer_norm_variables(f"{prefix}/output/LayerNorm",
+                                                       layer.output_layer_norm))
+    names.update(variable_names.dense_variables(f"{scope}/pooler/dense", self.pooler.dense))
+    return names
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "name": self.name}
+
+  @classmethod
+  def from_config(cls, config):
+    return cls(**config)

@@ -1,0 +1,138 @@
+"""Output heads: masked-LM, and the `[out, in]` output projections of the other tasks.
+
+The original's task heads store their weights as `output_weights` `[num_outputs, hidden_size]`
+(used with `transpose_b=True`) and `output_bias` `[num_outputs]`: next-sentence
+(`cls/seq_relationship`), classification (root scope), SQuAD spans (`cls/squad`). `OutputProjection`
+is that layer, so its variables map one to one onto those checkpoint names.
+"""
+
+import keras
+import tensorflow as tf
+
+from modeling import activations
+from modeling import layer_norm
+from modeling import variable_names
+
+
+class MaskedLMHead(keras.layers.Layer):
+  """Gathers the masked positions, transforms them, and scores them against the word embeddings.
+
+  `dense(hidden_act) -> LayerNorm -> matmul(word_embeddings^T) + output_bias`, as the original's
+  `get_masked_lm_output`; the output matrix is tied to the encoder's embedding table.
+
+  Args:
+    embeddings: the encoder's `BertEmbeddings` layer, whose `word_embeddings` `[vocab_size, H]`
+      is the tied output matrix.
+    hidden_act: a `modeling.activations` name for the transform.
+    initializer_range: stddev of the truncated-normal kernel initializer.
+
+  Example:
+    >>> head = MaskedLMHead(encoder.embeddings, hidden_act="gelu")
+    >>> logits = head(sequence_output, masked_lm_positions)  # [batch, num_predictions, vocab]
+  """
+
+  def __init__(self, embeddings, hidden_act="gelu", initializer_range=0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.embeddings = embeddings
+    self.hidden_act = hidden_act
+    self.initializer_range = initializer_range
+    self.transform_dense = keras.layers.Dense(
+        embeddings.hidden_size, activation=activations.get_activation(hidden_act),
+        name="transform_dense",
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+    self.transform_layer_norm = layer_norm.make_layer_norm("transform_LayerNorm")
+
+  def build(self, input_shape=None):
+    hidden_size = self.embeddings.hidden_size
+    self.transform_dense.build((None, None, hidden_size))
+    self.transform_layer_norm.build((None, None, hidden_size))
+    self.output_bias = self.add_weight(name="output_bias", shape=(self.embeddings.vocab_size,),
+                                       initializer="zeros")
+    self.built = True
+
+  def call(self, sequence_output, masked_lm_positions):
+    """Scores the vocabulary at the masked positions.
+
+    Args:
+      sequence_output: float `[batch_size, seq_length, hidden_size]`.
+      masked_lm_positions: int32 `[batch_size, num_predictions]` positions in the sequence.
+
+    Returns:
+      float32 logits `[batch_size, num_predictions, vocab_size]`.
+    """
+    gathered = tf.gather(sequence_output, masked_lm_positions, batch_dims=1)
+    transformed = self.transform_layer_norm(self.transform_dense(gathered))
+    table = tf.cast(self.embeddings.word_embeddings, self.compute_dtype)
+    logits = tf.matmul(tf.cast(transformed, self.compute_dtype), table, transpose_b=True)
+    return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+
+  def name_to_variable(self, scope="cls/predictions"):
+    names = variable_names.dense_variables(f"{scope}/transform/dense", self.transform_dense)
+    names.update(variable_names.layer_norm_variables(f"{scope}/transform/LayerNorm",
+                                                     self.transform_layer_norm))
+    names[f"{scope}/output_bias"] = self.output_bias
+    return names
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({"hidden_act": self.hidden_act, "initializer_range": self.initializer_range})
+    return config
+
+
+class OutputProjection(keras.layers.Layer):
+  """`logits = inputs . output_weights^T + output_bias`, with optional dropout on the inputs.
+
+  Works on any rank: pooled `[batch_size, H]` -> `[batch_size, num_outputs]` (classification,
+  next sentence), sequence `[batch_size, seq_length, H]` -> `[batch_size, seq_length, num_outputs]`
+  (SQuAD spans, token tagging).
+
+  Args:
+    num_outputs: number of logits per input vector.
+    hidden_size: input width H.
+    initializer_range: stddev of the truncated-normal initializer of `output_weights`.
+    dropout_rate: dropout on the inputs while training (the classifier's 0.1; 0 for the others).
+
+  Example:
+    >>> next_sentence = OutputProjection(2, hidden_size=768)
+    >>> logits = next_sentence(pooled_output)  # [batch_size, 2]
+  """
+
+  def __init__(self, num_outputs, hidden_size, initializer_range=0.02, dropout_rate=0.0,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.num_outputs = num_outputs
+    self.hidden_size = hidden_size
+    self.initializer_range = initializer_range
+    self.dropout_rate = dropout_rate
+    self.dropout = keras.layers.Dropout(dropout_rate)
+
+  def build(self, input_shape=None):
+    self.output_weights = self.add_weight(
+        name="output_weights", shape=(self.num_outputs, self.hidden_size),
+        initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+    self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
+                                       initializer="zeros")
+    self.built = True
+
+  def call(self, inputs, training=False):
+    """`[..., hidden_size]` -> float32 logits `[..., num_outputs]`."""
+    inputs = self.dropout(inputs, training=training)
+    weights = tf.cast(self.output_weights, self.compute_dtype)
+    logits = tf.einsum("...h,oh->...o", tf.cast(inputs, self.compute_dtype), weights)
+    return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+
+  def name_to_variable(self, scope):
+    """`{scope/output_weights, scope/output_bias}`; an empty scope gives the root-scope names."""
+    prefix = f"{scope}/" if scope else ""
+    return {f"{prefix}output_weights": self.output_weights,
+            f"{prefix}output_bias": self.output_bias}
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({
+        "num_outputs": self.num_outputs,
+        "hidden_size": self.hidden_size,
+        "initializer_range": self.initializer_range,
+        "dropout_rate": self.dropout_rate,
+    })
+    return config

@@ -1,0 +1,104 @@
+"""One post-LayerNorm Transformer layer, as a layer of the original's `transformer_model`."""
+
+import keras
+import tensorflow as tf
+
+from modeling import activations
+from modeling import attention
+from modeling import layer_norm
+
+
+class TransformerLayer(keras.layers.Layer):
+  """Self-attention -> dense -> dropout -> LayerNorm(+input), then feed-forward -> dropout ->
+  LayerNorm(+attention output).
+
+  Sub-layers are named after the original scopes (`attention_self` for `attention/self`, ...;
+  Keras names cannot hold `/`); `BertEncoder.name_to_variable` maps them to checkpoint names.
+
+  Args:
+    hidden_size: width H.
+    num_attention_heads: heads A.
+    intermediate_size: width of the feed-forward layer.
+    hidden_act: a `modeling.activations` name for the feed-forward layer.
+    hidden_dropout_prob: dropout on the two sub-layer outputs.
+    attention_probs_dropout_prob: dropout on attention probabilities.
+    initializer_range: stddev of the truncated-normal kernel initializer.
+
+  Example:
+    >>> layer = TransformerLayer(hidden_size=16, num_attention_heads=2, intermediate_size=32)
+    >>> output = layer(tf.zeros([2, 8, 16]), tf.ones([2, 8], tf.int32))  # [2, 8, 16]
+  """
+
+  def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
+               hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.num_attention_heads = num_attention_heads
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.hidden_dropout_prob = hidden_dropout_prob
+    self.attention_probs_dropout_prob = attention_probs_dropout_prob
+    self.initializer_range = initializer_range
+
+    def dense(units, name, activation=None):
+      return keras.layers.Dense(
+          units, activation=activation, name=name,
+          kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+    self.self_attention = attention.SelfAttention(
+        hidden_size, num_attention_heads, initializer_range, attention_probs_dropout_prob,
+        name="attention_self")
+    self.attention_output_dense = dense(hidden_size, "attention_output_dense")
+    self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
+    self.attention_layer_norm = layer_norm.make_layer_norm("attention_output_LayerNorm")
+    self.intermediate_dense = dense(intermediate_size, "intermediate_dense",
+                                    activations.get_activation(hidden_act))
+    self.output_dense = dense(hidden_size, "output_dense")
+    self.output_dropout = keras.layers.Dropout(hidden_dropout_prob)
+    self.output_layer_norm = layer_norm.make_layer_norm("output_LayerNorm")
+
+  def build(self, input_shape):
+    hidden_shape = (None, None, self.hidden_size)
+    self.self_attention.build(hidden_shape)
+    self.attention_output_dense.build(hidden_shape)
+    self.attention_layer_norm.build(hidden_shape)
+    self.intermediate_dense.build(hidden_shape)
+    self.output_dense.build((None, None, self.intermediate_size))
+    self.output_layer_norm.build(hidden_shape)
+    self.built = True
+
+  def call(self, hidden_states, input_mask, training=False):
+    """Runs the layer.
+
+    Args:
+      hidden_states: float `[batch_size, seq_length, hidden_size]`.
+      input_mask: int `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
+      training: apply dropout.
+
+    Returns:
+      `[batch_size, seq_length, hidden_size]` in the compute dtype.
+    """
+    hidden_states = tf.cast(hidden_states, self.compute_dtype)
+    mask_adder = attention.attention_mask_adder(input_mask)
+    context = self.self_attention(hidden_states, mask_adder, training=training)
+    attention_output = self.attention_dropout(self.attention_output_dense(context),
+                                              training=training)
+    attention_output = tf.cast(self.attention_layer_norm(attention_output + hidden_states),
+                               self.compute_dtype)
+    intermediate = self.intermediate_dense(attention_output)
+    layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
+    return tf.cast(self.output_layer_norm(layer_output + attention_output), self.compute_dtype)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({
+        "hidden_size": self.hidden_size,
+        "num_attention_heads": self.num_attention_heads,
+        "intermediate_size": self.intermediate_size,
+        "hidden_act": self.hidden_act,
+        "hidden_dropout_prob": self.hidden_dropout_prob,
+        "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+        "initializer_range": self.initializer_range,
+    })
+    return config

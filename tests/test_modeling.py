@@ -1,0 +1,316 @@
+"""The encoder, heads and losses: original names and sizes, numerics against NumPy, dtypes."""
+
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from modeling import activations
+from modeling import bert_config as bert_config_lib
+from modeling import checkpoint_io
+from modeling import encoder as encoder_lib
+from modeling import losses
+from modeling import pretraining_model
+
+BASE_CONFIG = bert_config_lib.BertConfig(vocab_size=30522, type_vocab_size=2)
+TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=32, max_position_embeddings=24, type_vocab_size=2)
+
+
+def _tiny_features(batch_size=3, seq_length=10, num_predictions=4, seed=0):
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(4, seq_length + 1, size=batch_size)
+  input_mask = (np.arange(seq_length)[None] < lengths[:, None]).astype(np.int32)
+  positions = np.stack([np.sort(rng.choice(np.arange(1, n), num_predictions, replace=False))
+                        for n in lengths])
+  weights = np.ones([batch_size, num_predictions], np.float32)
+  weights[0, -1] = 0.0  # a padding slot
+  return {
+      "input_ids": (rng.integers(1, TINY["vocab_size"], size=(batch_size, seq_length))
+                    * input_mask).astype(np.int32),
+      "input_mask": input_mask,
+      "segment_ids": (np.arange(seq_length)[None] >= lengths[:, None] // 2).astype(np.int32)
+                     * input_mask,
+      "masked_lm_positions": positions.astype(np.int32),
+      "masked_lm_ids": rng.integers(0, TINY["vocab_size"],
+                                    size=(batch_size, num_predictions)).astype(np.int32),
+      "masked_lm_weights": weights,
+      "next_sentence_labels": rng.integers(0, 2, size=(batch_size, 1)).astype(np.int32),
+  }
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+  yield
+  keras.mixed_precision.set_global_policy("float32")
+
+
+def test_config_defaults_and_json_round_trip(tmp_path):
+  config = bert_config_lib.BertConfig(vocab_size=100)
+  assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+          config.intermediate_size, config.hidden_act, config.hidden_dropout_prob,
+          config.attention_probs_dropout_prob, config.max_position_embeddings,
+          config.type_vocab_size, config.initializer_range) == (
+              768, 12, 12, 3072, "gelu", 0.1, 0.1, 512, 16, 0.02)
+  path = tmp_path / "bert_config.json"
+  released = dict(json.loads(BASE_CONFIG.to_json_string()), directionality="bidi",
+                  pooler_type="first_token_transform")
+  path.write_text(json.dumps(released))
+  loaded = bert_config_lib.BertConfig.from_json_file(path)
+  assert loaded.extra == {"directionality": "bidi", "pooler_type": "first_token_transform"}
+  assert json.loads(loaded.to_json_string()) == released
+  assert loaded.to_json_string() == json.dumps(released, indent=2, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read config"),
+    ("{", "malformed JSON at line 1"),
+    ('{"hidden_size": 8}', "missing required key vocab_size"),
+    ('{"vocab_size": 10, "hidden_size": 10, "num_attention_heads": 3}',
+     "hidden_size 10 is not a multiple of num_attention_heads 3"),
+    ('{"vocab_size": 10, "hidden_act": "swish"}', "unknown hidden_act 'swish'"),
+    ('{"vocab_size": 0}', "vocab_size must be a positive integer, got 0"),
+    ('{"vocab_size": 10, "num_hidden_layers": -1}', "num_hidden_layers must be a positive"),
+    ('{"vocab_size": 10, "hidden_dropout_prob": 1.5}', "hidden_dropout_prob must be in"),
+])
+def test_config_errors_name_the_file_and_the_problem(tmp_path, content, message):
+  path = tmp_path / "bert_config.json"
+  if content is not None:
+    path.write_text(content)
+  with pytest.raises(bert_config_lib.ConfigError) as error:
+    bert_config_lib.BertConfig.from_json_file(path)
+  assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_activations_match_their_formulas():
+  x = np.linspace(-6, 6, 101).astype(np.float32)
+  tanh_gelu = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+  erf_gelu = 0.5 * x * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
+  np.testing.assert_allclose(activations.get_activation("gelu")(x), tanh_gelu, atol=1e-6)
+  np.testing.assert_allclose(activations.get_activation("gelu_exact")(x), erf_gelu, atol=1e-6)
+  assert not np.allclose(tanh_gelu, erf_gelu, atol=1e-5)
+  assert activations.canonical_name("") == activations.canonical_name(None) == "linear"
+
+
+def test_bert_base_has_the_original_names_shapes_and_parameter_counts(tmp_path):
+  model = pretraining_model.BertPretrainingModel(BASE_CONFIG)
+  assert model.encoder.count_params() == 109_482_240
+  assert model.count_params() == 110_106_428
+  names = model.name_to_variable()
+  assert len(names) == 206 and len(model.encoder.name_to_variable()) == 199
+  # Every variable of the model has exactly one original name.
+  assert {id(v) for v in names.values()} == {id(v) for v in model.weights}
+  prefix = checkpoint_io.write_checkpoint(str(tmp_path / "model.ckpt"), names)
+  listed = dict(tf.train.list_variables(prefix))
+  h, v, i = 768, 30522, 3072
+  expected = {
+      "bert/embeddings/word_embeddings": [v, h],
+      "bert/embeddings/token_type_embeddings": [2, h],
+      "bert/embeddings/position_embeddings": [512, h],
+      "bert/embeddings/LayerNorm/beta": [h], "bert/embeddings/LayerNorm/gamma": [h],
+      "bert/pooler/dense/kernel": [h, h], "bert/pooler/dense/bias": [h],
+      "cls/predictions/transform/dense/kernel": [h, h],
+      "cls/predictions/transform/dense/bias": [h],
+      "cls/predictions/transform/LayerNorm/beta": [h],
+      "cls/predictions/transform/LayerNorm/gamma": [h],
+      "cls/predictions/output_bias": [v],
+      "cls/seq_relationship/output_weights": [2, h],
+      "cls/seq_relationship/output_bias": [2],
+  }
+  for layer in range(12):
+    scope = f"bert/encoder/layer_{layer}"
+    for name in ("query", "key", "value"):
+      expected[f"{scope}/attention/self/{name}/kernel"] = [h, h]
+      expected[f"{scope}/attention/self/{name}/bias"] = [h]
+    expected.update({
+        f"{scope}/attention/output/dense/kernel": [h, h],
+        f"{scope}/attention/output/dense/bias": [h],
+        f"{scope}/attention/output/LayerNorm/beta": [h],
+        f"{scope}/attention/output/LayerNorm/gamma": [h],
+        f"{scope}/intermediate/dense/kernel": [h, i],
+        f"{scope}/intermediate/dense/bias": [i],
+        f"{scope}/output/dense/kernel": [i, h],
+        f"{scope}/output/dense/bias": [h],
+        f"{scope}/output/LayerNorm/beta": [h],
+        f"{scope}/output/LayerNorm/gamma": [h],
+    })
+  assert listed == expected
+
+
+def _layer_norm(x, gamma, beta):
+  mean = x.mean(-1, keepdims=True)
+  variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+  return (x - mean) / np.sqrt(variance + 1e-12) * gamma + beta
+
+
+def _numpy_encoder(weights, config, input_ids, input_mask, segment_ids):
+  """A NumPy transcription of the original's `BertModel` forward pass (no dropout)."""
+  act = {"gelu": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}
+  w = {name: np.asarray(value, np.float64) for name, value in weights.items()}
+  seq_length = input_ids.shape[1]
+  x = (w["bert/embeddings/word_embeddings"][input_ids]
+       + w["bert/embeddings/token_type_embeddings"][segment_ids]
+       + w["bert/embeddings/position_embeddings"][:seq_length][None])
+  x = _layer_norm(x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"])
+  heads, size = config.num_attention_heads, config.attention_head_size
+  adder = (1.0 - input_mask[:, None, None, :]) * -10000.0
+  for layer in range(config.num_hidden_layers):
+    s = f"bert/encoder/layer_{layer}"
+
+    def dense(inputs, scope):
+      return inputs @ w[f"{scope}/kernel"] + w[f"{scope}/bias"]
+
+    def split(t):
+      return t.reshape(t.shape[0], t.shape[1], heads, size).transpose(0, 2, 1, 3)
+
+    q, k, v = (split(dense(x, f"{s}/attention/self/{n}")) for n in ("query", "key", "value"))
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size) + adder
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape)
+    attention = _layer_norm(dense(context, f"{s}/attention/output/dense") + x,
+                            w[f"{s}/attention/output/LayerNorm/gamma"],
+                            w[f"{s}/attention/output/LayerNorm/beta"])
+    intermediate = act[config.hidden_act](dense(attention, f"{s}/intermediate/dense"))
+    x = _layer_norm(dense(intermediate, f"{s}/output/dense") + attention,
+                    w[f"{s}/output/LayerNorm/gamma"], w[f"{s}/output/LayerNorm/beta"])
+  pooled = np.tanh(x[:, 0] @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
+  return x, pooled
+
+
+def _log_softmax(logits):
+  shifted = logits - logits.max(-1, keepdims=True)
+  return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def test_forward_pass_and_pretraining_losses_equal_a_numpy_transcription_of_the_original():
+  config = bert_config_lib.BertConfig(**TINY)
+  model = pretraining_model.BertPretrainingModel(config)
+  # Non-zero biases and LayerNorm parameters so every term of the formulas is exercised.
+  rng = np.random.default_rng(7)
+  for variable in model.weights:
+    variable.assign(rng.normal(scale=0.3, size=variable.shape).astype(np.float32))
+  features = _tiny_features()
+  outputs = model(features, training=False)
+  weights = {name: v.numpy() for name, v in model.name_to_variable().items()}
+
+  sequence, pooled = _numpy_encoder(weights, config, features["input_ids"],
+                                    features["input_mask"], features["segment_ids"])
+  np.testing.assert_allclose(outputs["sequence_output"], sequence, atol=2e-5)
+  np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=2e-5)
+
+  # Masked LM: gather -> dense(gelu) -> LayerNorm -> tied embeddings + bias; weighted mean + 1e-5.
+  gathered = np.take_along_axis(sequence, features["masked_lm_positions"][..., None], axis=1)
+  hidden = gathered @ weights["cls/predictions/transform/dense/kernel"] + weights[
+      "cls/predictions/transform/dense/bias"]
+  hidden = 0.5 * hidden * (1 + np.tanh(np.sqrt(2 / np.pi) * (hidden + 0.044715 * hidden ** 3)))
+  hidden = _layer_norm(hidden, weights["cls/predictions/transform/LayerNorm/gamma"],
+                       weights["cls/predictions/transform/LayerNorm/beta"])
+  mlm_logits = hidden @ weights["bert/embeddings/word_embeddings"].T + weights[
+      "cls/predictions/output_bias"]
+  np.testing.assert_allclose(outputs["masked_lm_logits"], mlm_logits, atol=1e-4)
+  log_probs = _log_softmax(mlm_logits)
+  nll = -np.take_along_axis(log_probs, features["masked_lm_ids"][..., None], -1)[..., 0]
+  w = features["masked_lm_weights"]
+  expected_mlm = (w * nll).sum() / (w.sum() + 1e-5)
+  # Next sentence: pooled . output_weights^T + bias, mean cross-entropy.
+  nsp_logits = pooled @ weights["cls/seq_relationship/output_weights"].T + weights[
+      "cls/seq_relationship/output_bias"]
+  labels = features["next_sentence_labels"][:, 0]
+  expected_nsp = -_log_softmax(nsp_logits)[np.arange(len(labels)), labels].mean()
+
+  total, mlm, nsp = losses.pretraining_loss(outputs, features)
+  np.testing.assert_allclose(mlm, expected_mlm, rtol=1e-5)
+  np.testing.assert_allclose(nsp, expected_nsp, rtol=1e-5)
+  np.testing.assert_allclose(total, expected_mlm + expected_nsp, rtol=1e-5)
+  metrics = losses.pretraining_metrics(outputs, features)
+  mlm_sum, mlm_count = metrics["masked_lm_loss"]
+  np.testing.assert_allclose(mlm_sum / mlm_count, (w * nll).sum() / w.sum(), rtol=1e-5)
+  correct = (mlm_logits.argmax(-1) == features["masked_lm_ids"]) * w
+  np.testing.assert_allclose(metrics["masked_lm_accuracy"][0], correct.sum(), rtol=1e-6)
+  np.testing.assert_allclose(metrics["next_sentence_accuracy"][0],
+                             (nsp_logits.argmax(-1) == labels).sum(), rtol=1e-6)
+
+
+def test_masked_lm_loss_of_a_batch_without_predictions_is_zero_not_nan():
+  logits = tf.random.normal([2, 3, 7])
+  loss = losses.masked_lm_loss(logits, tf.zeros([2, 3], tf.int32), tf.zeros([2, 3]))
+  assert float(loss) == 0.0
+
+
+def test_padding_does_not_change_the_real_tokens_outputs():
+  encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
+  features = _tiny_features(batch_size=1, seq_length=6)
+  features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  features["input_mask"][:] = 1
+  padded = {k: np.pad(v, [(0, 0), (0, 5)]) for k, v in features.items()}
+  short = encoder(features)
+  long = encoder(padded)
+  np.testing.assert_allclose(long["sequence_output"][:, :6], short["sequence_output"], atol=1e-5)
+  np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
+  assert len(long["encoder_outputs"]) == TINY["num_hidden_layers"]
+  assert long["embedding_output"].shape == (1, 11, TINY["hidden_size"])
+  np.testing.assert_array_equal(long["encoder_outputs"][-1], long["sequence_output"])
+
+
+def test_dropout_is_active_only_when_training():
+  model = pretraining_model.BertPretrainingModel(bert_config_lib.BertConfig(**TINY))
+  features = _tiny_features()
+  eval_a = model(features, training=False)["masked_lm_logits"]
+  eval_b = model(features, training=False)["masked_lm_logits"]
+  train = model(features, training=True)["masked_lm_logits"]
+  np.testing.assert_array_equal(eval_a, eval_b)
+  assert not np.allclose(eval_a, train)
+
+
+def test_sequence_longer_than_the_position_table_is_refused():
+  encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
+  too_long = np.ones([1, TINY["max_position_embeddings"] + 1], np.int32)
+  with pytest.raises(Exception, match="max_position_embeddings|Incompatible shapes|incompatible"):
+    encoder({"input_ids": too_long, "input_mask": too_long, "segment_ids": 0 * too_long})
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_keeps_weights_layer_norm_and_logits_in_float32(policy):
+  config = bert_config_lib.BertConfig(**TINY)
+  reference = pretraining_model.BertPretrainingModel(config)
+  keras.mixed_precision.set_global_policy(policy)
+  model = pretraining_model.BertPretrainingModel(config)
+  for target, source in zip(model.weights, reference.weights):
+    target.assign(source)
+  features = _tiny_features()
+  outputs = model(features)
+  half = tf.float16 if policy == "mixed_float16" else tf.bfloat16
+  assert all(v.dtype == tf.float32 for v in model.weights)
+  assert outputs["masked_lm_logits"].dtype == tf.float32
+  assert model.encoder.transformer_layers[0].output_layer_norm.compute_dtype == "float32"
+  assert model.encoder.transformer_layers[0].intermediate_dense.compute_dtype == half.name
+  expected = reference(features)["masked_lm_logits"]
+  tolerance = 0.05 if policy == "mixed_float16" else 0.3
+  np.testing.assert_allclose(outputs["masked_lm_logits"], expected, atol=tolerance)
+
+
+def test_jit_compiled_training_step_matches_eager():
+  model = pretraining_model.BertPretrainingModel(bert_config_lib.BertConfig(**TINY))
+  features = _tiny_features()
+
+  def loss_and_gradients(batch):
+    with tf.GradientTape() as tape:
+      total, _, _ = losses.pretraining_loss(model(batch, training=False), batch)
+    return total, tape.gradient(total, model.trainable_variables)
+
+  eager_loss, eager_grads = loss_and_gradients(features)
+  xla_loss, xla_grads = tf.function(loss_and_gradients, jit_compile=True)(features)
+  np.testing.assert_allclose(xla_loss, eager_loss, rtol=1e-5)
+  for xla, eager in zip(xla_grads, eager_grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(xla), tf.convert_to_tensor(eager), atol=1e-5)
+
+
+def test_serialization_round_trip_rebuilds_the_same_architecture():
+  model = pretraining_model.BertPretrainingModel(bert_config_lib.BertConfig(**TINY))
+  rebuilt = pretraining_model.BertPretrainingModel.from_config(model.get_config())
+  assert rebuilt.config == model.config
+  assert sorted(rebuilt.name_to_variable()) == sorted(model.name_to_variable())
