@@ -6,18 +6,27 @@ import sys
 from absl import app
 
 from data import file_patterns
+from data import tokenization
+from modeling import bert_config
 from modeling import checkpoint_io
+from modeling import hf_conversion
 from training import distribution
 from training import engine
 
+class UsageError(ValueError):
+  """A flag value a runner cannot use (named in the message)."""
+
 USER_ERRORS = (
+    UsageError,
+    bert_config.ConfigError,
+    tokenization.VocabError,
     checkpoint_io.CheckpointError,
+    hf_conversion.ConversionError,
     distribution.DistributionError,
     engine.ConfigError,
     engine.NonFiniteLossError,
     file_patterns.InputError,
 )
-
 
 def run(main):
   """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for

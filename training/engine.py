@@ -23,6 +23,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from data import progress
 from modeling import checkpoint_io
 from modeling import optimization
 from training import checkpointing
@@ -68,11 +69,6 @@ class RunConfig:
   gradient_accumulation_steps: int = 1
   mixed_precision: str = "float32"
   jit_compile: bool = False
-
-
-def _format_duration(seconds):
-  seconds = int(round(seconds))
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def write_eval_results(path, results):
@@ -344,7 +340,7 @@ class Trainer:
     metric_text = "".join(f", {name} = {value:.6g}" for name, value in result["metrics"].items())
     logging.info("step %d/%d: loss = %.6g%s, lr = %.4g, steps/s = %.3g, examples/s = %.4g, ETA %s",
                  step, self.config.num_train_steps, result["loss"], metric_text, learning_rate,
-                 steps_per_second, examples_per_second, _format_duration(eta))
+                 steps_per_second, examples_per_second, progress.format_duration(eta))
     with writer.as_default(step=step):
       tf.summary.scalar("loss", result["loss"])
       tf.summary.scalar("learning_rate", learning_rate)

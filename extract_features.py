@@ -1,0 +1,164 @@
+"""Extracts per-token activations of chosen encoder layers, as the original `extract_features.py`.
+
+Each input line is `text_a ||| text_b` or a single text. Each output line is the original's JSON:
+`{"linex_index": <line number>, "features": [{"token": ..., "layers": [{"index": <layer>,
+"values": [...]}]}]}` (the key `linex_index` is the original's spelling), values rounded to 6
+decimals, one entry per real token including `[CLS]` and `[SEP]`.
+
+Example:
+  python extract_features.py --input_file=input.txt --output_file=output.jsonl \
+      --vocab_file=$BERT_DIR/vocab.txt --bert_config_file=$BERT_DIR/bert_config.json \
+      --init_checkpoint=$BERT_DIR/bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
+"""
+
+import json
+import os
+import re
+
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from data import progress
+from data import sequence_pairs
+from data import text_files
+from data import tokenization
+from modeling import bert_config as bert_config_lib
+from modeling import checkpoint_io
+from modeling import encoder as encoder_lib
+from training import cli
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Text file, one `text_a ||| text_b` or text per line.")
+flags.DEFINE_string("output_file", None, "JSON-lines output file.")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated encoder layer indices (-1 = last).")
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
+flags.DEFINE_integer("max_seq_length", 128, "Word pieces per input after packing; longer inputs "
+                     "are truncated as the original.")
+flags.DEFINE_string("init_checkpoint", None, "Checkpoint of the encoder (original layout).")
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the model.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
+flags.DEFINE_integer("batch_size", 32, "Inputs per forward pass.")
+flags.DEFINE_bool("use_tpu", False, "Original flag; TPU inference is not supported here.")
+flags.DEFINE_string("master", None, "Original TPU flag; unused.")
+flags.DEFINE_integer("num_tpu_cores", 8, "Original TPU flag; unused.")
+flags.DEFINE_bool("use_one_hot_embeddings", False,
+                  "Original TPU flag; embeddings are always gathered here.")
+flags.mark_flags_as_required(
+    ["input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"])
+
+_PAIR_PATTERN = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+def read_examples(path):
+  """Yields `(line_index, text_a, text_b or None)` per line, stripped, as the original."""
+  for index, line in enumerate(text_files.read_lines(path)):
+    line = line.strip()
+    match = _PAIR_PATTERN.match(line)
+    yield (index, match.group(1), match.group(2)) if match else (index, line, None)
+
+
+def parse_layers(layers, num_hidden_layers):
+  """`"-1,-2"` -> [-1, -2], checked against the number of layers."""
+  try:
+    indices = [int(x) for x in layers.split(",")]
+  except ValueError:
+    raise cli.UsageError(f"--layers={layers!r}: expected comma-separated integers") from None
+  for index in indices:
+    if not -num_hidden_layers <= index < num_hidden_layers:
+      raise cli.UsageError(f"--layers: {index} is out of range for {num_hidden_layers} layers")
+  return indices
+
+
+def batches(examples, tokenizer, max_seq_length, batch_size):
+  """Groups packed examples into lists of at most `batch_size` `(line_index, PackedSequence)`."""
+  batch = []
+  for index, text_a, text_b in examples:
+    tokens_b = tokenizer.tokenize(text_b) if text_b is not None else None
+    batch.append((index, sequence_pairs.pack(tokenizer, tokenizer.tokenize(text_a), tokens_b,
+                                             max_seq_length)))
+    if len(batch) == batch_size:
+      yield batch
+      batch = []
+  if batch:
+    yield batch
+
+
+def to_json_line(line_index, tokens, layer_outputs, layer_indices):
+  """Formats one input's features as the original's JSON line.
+
+  Args:
+    line_index: the input's line number.
+    tokens: its real word pieces.
+    layer_outputs: list aligned with `layer_indices` of float arrays `[num_tokens, hidden_size]`.
+    layer_indices: the `--layers` values.
+  """
+  features = []
+  for position, token in enumerate(tokens):
+    features.append({
+        "token": token,
+        "layers": [{"index": layer_index,
+                    "values": [round(float(x), 6) for x in layer_output[position]]}
+                   for layer_index, layer_output in zip(layer_indices, layer_outputs)],
+    })
+  return json.dumps({"linex_index": line_index, "features": features}) + "\n"
+
+
+def count_lines(path):
+  with open(path, "rb") as reader:
+    return sum(1 for _ in reader)
+
+
+def main(argv):
+  del argv
+  if FLAGS.use_tpu:
+    raise cli.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
+  config = bert_config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise cli.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
+                     f"{config.max_position_embeddings} of {FLAGS.bert_config_file}")
+  layer_indices = parse_layers(FLAGS.layers, config.num_hidden_layers)
+  tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
+  if not os.path.isfile(FLAGS.input_file):
+    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
+  total = count_lines(FLAGS.input_file)
+
+  encoder = encoder_lib.BertEncoder(config)
+  report = checkpoint_io.assign_from_checkpoint(encoder.name_to_variable(),
+                                                FLAGS.init_checkpoint)
+  logging.info("loaded %d variables from %s", len(report["loaded"]), FLAGS.init_checkpoint)
+
+  @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3)
+  def selected_layers(input_ids, input_mask, segment_ids):
+    outputs = encoder({"input_ids": input_ids, "input_mask": input_mask,
+                       "segment_ids": segment_ids}, training=False)
+    return [outputs["encoder_outputs"][index] for index in layer_indices]
+
+  temp_path = f"{FLAGS.output_file}.tmp-{os.getpid()}"
+  bar = progress.Progress(total=total, unit="lines")
+  try:
+    with open(temp_path, "w", encoding="utf-8") as writer:
+      for batch in batches(read_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length,
+                           FLAGS.batch_size):
+        # Padding to the longest input of the batch instead of max_seq_length: padded positions
+        # are masked out of attention, so the real tokens' vectors are unchanged.
+        length = max(len(packed.tokens) for _, packed in batch)
+        arrays = [np.array([getattr(packed, name)[:length] for _, packed in batch], np.int32)
+                  for name in ("input_ids", "input_mask", "segment_ids")]
+        layer_outputs = [output.numpy() for output in selected_layers(*arrays)]
+        for row, (line_index, packed) in enumerate(batch):
+          writer.write(to_json_line(line_index, packed.tokens,
+                                    [output[row] for output in layer_outputs], layer_indices))
+        bar.update(len(batch))
+    os.replace(temp_path, FLAGS.output_file)
+  finally:
+    if os.path.exists(temp_path):
+      os.remove(temp_path)
+  bar.close()
+  logging.info("wrote %s", FLAGS.output_file)
+
+
+if __name__ == "__main__":
+  cli.run(main)
