@@ -13,6 +13,7 @@ from modeling import hf_conversion
 from training import distribution
 from training import engine
 
+
 class UsageError(ValueError):
   """A flag value a runner cannot use (named in the message)."""
 
@@ -27,6 +28,7 @@ USER_ERRORS = (
     engine.NonFiniteLossError,
     file_patterns.InputError,
 )
+
 
 def run(main):
   """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for

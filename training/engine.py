@@ -130,7 +130,6 @@ class Trainer:
     self._train_loop = None
     self._eval_step = None
 
-
   def initialize(self):
     """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
     if self._initialized:
@@ -146,7 +145,6 @@ class Trainer:
                    "scratch): %s; checkpoint tensors not used: %s", len(report["loaded"]),
                    self.config.init_checkpoint, report["missing"] or "none",
                    report["unexpected"] or "none")
-
 
   def _check_metrics(self, metrics):
     if set(metrics) != set(self.task.metric_names):
@@ -221,7 +219,6 @@ class Trainer:
     weighted_loss = tf.where(batch_size > 0, tf.cast(loss, tf.float32) * batch_size, 0.0)
     return weighted_loss, batch_size, self._check_metrics(metrics)
 
-
   def _reduce(self, per_replica):
     return tf.nest.map_structure(
         lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None),
@@ -255,7 +252,6 @@ class Trainer:
       return losses.stack(), metrics
 
     return train_loop
-
 
   def _check_batch_size(self):
     divisor = self.num_replicas * self.config.gradient_accumulation_steps
@@ -351,7 +347,6 @@ class Trainer:
       if self.loss_scale is not None:
         tf.summary.scalar("loss_scale", self.loss_scale.scale.read_value())
     writer.flush()
-
 
   def evaluate(self, input_fn, max_eval_steps=None):
     """Evaluates the current weights (restored from output_dir or init_checkpoint if not trained).

@@ -15,6 +15,7 @@ from data import schemas
 COMPRESSION_TYPES = {"none": None, "gzip": "GZIP"}
 _MAX_CYCLE_LENGTH = 8
 
+
 def make_dataset(file_paths, feature_spec, batch_size, is_training, input_context=None,
                  repeat=None, shuffle_buffer_size=100, compression_type=None, seed=None,
                  drop_remainder=True):
@@ -64,6 +65,7 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
   dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
+
 def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **dataset_kwargs):
   """Returns `input_fn(input_context)` for `strategy.distribute_datasets_from_function`.
 
@@ -84,9 +86,11 @@ def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **da
                         input_context=input_context, **dataset_kwargs)
   return input_fn
 
+
 def distribute_input_fn(strategy, input_fn):
   """Returns the distributed dataset of `input_fn` (one `input_fn` call per input pipeline)."""
   return strategy.distribute_datasets_from_function(input_fn)
+
 
 def validate_first_record(file_paths, feature_spec, compression_type=None):
   """Checks that the first record of the input fits `feature_spec`, before any training starts.
@@ -131,6 +135,7 @@ def validate_first_record(file_paths, feature_spec, compression_type=None):
     if length != expected_length:
       raise file_patterns.InputError(
           f"{path}: feature {name!r} has length {length}, expected {expected_length}")
+
 
 def input_fn_from_flags(patterns, feature_spec, global_batch_size, is_training,
                         flag_name="input_file", compression="none", **dataset_kwargs):
