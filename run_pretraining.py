@@ -1,0 +1,93 @@
+"""Masked-LM and next-sentence pretraining, as the original `run_pretraining.py`.
+
+Reads the TFRecords of `create_pretraining_data.py`, trains on one device, several GPUs, several
+hosts or a TPU through one custom training loop, checkpoints in the original variable names into
+`--output_dir` and resumes from there, and writes `eval_results.txt` with `--do_eval`.
+
+Example:
+  python run_pretraining.py --input_file='data/*.tfrecord' --output_dir=pretraining_output \
+      --do_train --do_eval --bert_config_file=$BERT_DIR/bert_config.json \
+      --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
+      --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
+"""
+
+from absl import flags
+from absl import logging
+
+from data import schemas
+from modeling import bert_config as bert_config_lib
+from modeling import optimization
+from training import cli
+from training import distribution
+from training import engine
+from training import flags as training_flags
+from training import input_pipeline
+from training import pretraining_task
+
+FLAGS = flags.FLAGS
+
+training_flags.define_all()
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model to train.")
+flags.DEFINE_string("input_file", None,
+                    "Comma-separated globs of TFRecords from create_pretraining_data.py.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked-LM predictions per record.")
+flags.DEFINE_bool("do_train", False, "Train.")
+flags.DEFINE_bool("do_eval", False, "Evaluate on the same files after training.")
+flags.DEFINE_integer("train_batch_size", 32, "Examples per optimizer step, over all replicas.")
+flags.DEFINE_integer("eval_batch_size", 8, "Examples per evaluation step, over all replicas.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamWeightDecay.")
+flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps.")
+flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warmup steps.")
+flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches.")
+flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
+
+
+def check_flags(bert_config):
+  if not FLAGS.do_train and not FLAGS.do_eval:
+    raise cli.UsageError("at least one of --do_train or --do_eval must be true")
+  if FLAGS.max_seq_length > bert_config.max_position_embeddings:
+    raise cli.UsageError(
+        f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
+        f"{bert_config.max_position_embeddings} of {FLAGS.bert_config_file}")
+  for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
+               "eval_batch_size", "num_train_steps"):
+    if FLAGS[name].value <= 0:
+      raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
+  if not 0 <= FLAGS.num_warmup_steps <= FLAGS.num_train_steps:
+    raise cli.UsageError(f"--num_warmup_steps={FLAGS.num_warmup_steps} must be in "
+                         f"[0, --num_train_steps={FLAGS.num_train_steps}]")
+
+
+def main(argv):
+  del argv
+  bert_config = bert_config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
+  check_flags(bert_config)
+  feature_spec = schemas.pretraining_feature_spec(FLAGS.max_seq_length,
+                                                  FLAGS.max_predictions_per_seq)
+  train_input_fn, files = input_pipeline.input_fn_from_flags(
+      FLAGS.input_file, feature_spec, FLAGS.train_batch_size, is_training=True,
+      compression=FLAGS.input_compression)
+  pretraining_task.check_ids_within_vocab(
+      files[0], bert_config.vocab_size,
+      compression_type=input_pipeline.COMPRESSION_TYPES[FLAGS.input_compression])
+  logging.info("%d input file(s), e.g. %s", len(files), files[0])
+
+  strategy = distribution.strategy_from_flags(FLAGS)
+  run_config = training_flags.run_config_from_flags(
+      FLAGS, FLAGS.num_train_steps, FLAGS.train_batch_size, FLAGS.eval_batch_size)
+  trainer = engine.Trainer(
+      strategy, pretraining_task.PretrainingTask(bert_config), run_config,
+      lambda: optimization.create_optimizer(FLAGS.learning_rate, FLAGS.num_train_steps,
+                                            FLAGS.num_warmup_steps, FLAGS.optimizer))
+  if FLAGS.do_train:
+    trainer.train(train_input_fn)
+  if FLAGS.do_eval:
+    eval_input_fn, _ = input_pipeline.input_fn_from_flags(
+        FLAGS.input_file, feature_spec, FLAGS.eval_batch_size, is_training=False,
+        compression=FLAGS.input_compression)
+    trainer.evaluate(eval_input_fn, FLAGS.max_eval_steps)
+
+
+if __name__ == "__main__":
+  cli.run(main)
