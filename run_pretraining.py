@@ -54,9 +54,8 @@ def check_flags(bert_config):
                "eval_batch_size", "num_train_steps"):
     if FLAGS[name].value <= 0:
       raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
-  if not 0 <= FLAGS.num_warmup_steps <= FLAGS.num_train_steps:
-    raise cli.UsageError(f"--num_warmup_steps={FLAGS.num_warmup_steps} must be in "
-                         f"[0, --num_train_steps={FLAGS.num_train_steps}]")
+  if FLAGS.num_warmup_steps < 0:
+    raise cli.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
 
 
 def main(argv):

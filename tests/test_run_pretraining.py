@@ -1,0 +1,119 @@
+"""run_pretraining.py end to end on small records: learning, checkpoint names, bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data import schemas
+from modeling import checkpoint_io
+from tests.conftest import REPO_ROOT
+
+SEQ_LENGTH = 32
+NUM_PREDICTIONS = 5
+VOCAB_SIZE = 100
+TINY_CONFIG = {"vocab_size": VOCAB_SIZE, "hidden_size": 32, "num_hidden_layers": 2,
+               "num_attention_heads": 2, "intermediate_size": 64,
+               "max_position_embeddings": 64, "type_vocab_size": 2}
+
+
+def write_records(path, num_records=64, seq_length=SEQ_LENGTH, num_predictions=NUM_PREDICTIONS,
+                  max_id=VOCAB_SIZE, seed=0):
+  """Records in the pretraining schema whose masked ids are the ids at the masked positions."""
+  rng = np.random.default_rng(seed)
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for index in range(num_records):
+      length = int(rng.integers(8, seq_length + 1))
+      ids = np.zeros(seq_length, np.int64)
+      ids[:length] = rng.integers(5, max_id, length)
+      positions = np.zeros(num_predictions, np.int64)
+      positions[:3] = np.sort(rng.choice(np.arange(1, length - 1), 3, replace=False))
+      masked_ids = np.where(np.arange(num_predictions) < 3, ids[positions], 0)
+      weights = (np.arange(num_predictions) < 3).astype(np.float32)
+      real = np.arange(seq_length) < length
+      feature = {
+          "input_ids": schemas.int64_feature(ids),
+          "input_mask": schemas.int64_feature(real.astype(np.int64)),
+          "segment_ids": schemas.int64_feature((real & (np.arange(seq_length) >= length // 2))
+                                               .astype(np.int64)),
+          "masked_lm_positions": schemas.int64_feature(positions),
+          "masked_lm_ids": schemas.int64_feature(masked_ids),
+          "masked_lm_weights": schemas.float_feature(weights),
+          "next_sentence_labels": schemas.int64_feature([index % 2]),
+      }
+      writer.write(tf.train.Example(
+          features=tf.train.Features(feature=feature)).SerializeToString())
+  return path
+
+
+def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
+  config_path = tmp_path / "bert_config.json"
+  config_path.write_text(json.dumps(config or TINY_CONFIG))
+  records = records or write_records(tmp_path / "data.tfrecord")
+  flags = [f"--input_file={records}", f"--output_dir={tmp_path / 'out'}",
+           f"--bert_config_file={config_path}", f"--max_seq_length={SEQ_LENGTH}",
+           f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--train_batch_size=16",
+           "--eval_batch_size=16", "--learning_rate=1e-3", "--num_warmup_steps=5",
+           "--distribution_strategy=one_device", *extra_flags]
+  return subprocess.run([sys.executable, str(REPO_ROOT / "run_pretraining.py"), *flags],
+                        capture_output=True, text=True, cwd=REPO_ROOT)
+
+
+def read_eval_results(path):
+  return {key.strip(): float(value) for key, value in
+          (line.split("=") for line in path.read_text().splitlines())}
+
+
+def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
+  result = run_pretraining(tmp_path, "--do_train", "--do_eval", "--num_train_steps=40",
+                           "--steps_per_loop=10", "--save_checkpoints_steps=20",
+                           "--max_eval_steps=4")
+  assert result.returncode == 0, result.stderr
+  losses = [float(line.split("loss = ")[1].split(",")[0])
+            for line in result.stderr.splitlines() if "] step " in line]
+  assert len(losses) == 4 and losses[-1] < 0.8 * losses[0], losses
+  results = read_eval_results(tmp_path / "out" / "eval_results.txt")
+  assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                          "next_sentence_accuracy", "next_sentence_loss"}
+  assert results["global_step"] == 40
+  names = dict(checkpoint_io.list_checkpoint_variables(str(tmp_path / "out")))
+  assert names["bert/encoder/layer_1/attention/self/query/kernel"] == [32, 32]
+  assert names["cls/seq_relationship/output_weights"] == [2, 32]
+  assert names["cls/predictions/output_bias/adam_m"] == [VOCAB_SIZE]
+  assert "global_step" in names
+  assert tf.train.latest_checkpoint(str(tmp_path / "out")).endswith("model.ckpt-40")
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("seq_length", "feature 'input_ids' has length 32, expected 16"),
+    ("predictions", "feature 'masked_lm_ids' has length 5, expected 7"),
+    ("position_table", "--max_seq_length=32 exceeds max_position_embeddings 16"),
+    ("vocab", "has input_ids id"),
+    ("empty_glob", "matches no file"),
+    ("no_task", "at least one of --do_train or --do_eval must be true"),
+])
+def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected):
+  flags = ["--do_train", "--num_train_steps=2"]
+  config = dict(TINY_CONFIG)
+  records = None
+  if case == "seq_length":
+    flags.append("--max_seq_length=16")
+  elif case == "predictions":
+    flags.append("--max_predictions_per_seq=7")
+  elif case == "position_table":
+    config["max_position_embeddings"] = 16
+  elif case == "vocab":
+    config["vocab_size"] = 50
+  elif case == "empty_glob":
+    records = tmp_path / "nothing-*.tfrecord"
+  else:
+    flags = []
+  result = run_pretraining(tmp_path, *flags, config=config, records=records)
+  assert result.returncode == 1
+  assert "Traceback" not in result.stderr
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith("run_pretraining.py: error: ") and expected in last_line, last_line
+  assert not (tmp_path / "out" / "checkpoint").exists()
