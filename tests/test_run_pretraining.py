@@ -1,6 +1,7 @@
 """run_pretraining.py end to end on small records: learning, checkpoint names, bad input."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -117,3 +118,49 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected)
   last_line = result.stderr.strip().splitlines()[-1]
   assert last_line.startswith("run_pretraining.py: error: ") and expected in last_line, last_line
   assert not (tmp_path / "out" / "checkpoint").exists()
+
+
+# Runs in a fresh process: logical devices must be configured before TensorFlow initialises.
+TWO_REPLICA_SCRIPT = """
+import json, sys
+import keras
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from data import schemas
+from modeling import bert_config, optimization
+from training import engine, input_pipeline, pretraining_task
+
+data_path, output_dir, config_json = sys.argv[1], sys.argv[2], sys.argv[3]
+config = bert_config.BertConfig.from_dict(json.loads(config_json))
+spec = schemas.pretraining_feature_spec(%(seq)d, %(pred)d)
+losses = {}
+for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
+                       ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
+  keras.utils.set_random_seed(0)  # the same initial weights in both runs
+  run_config = engine.RunConfig(output_dir=f"{output_dir}/{name}", num_train_steps=5,
+                                train_batch_size=8, steps_per_loop=5, save_checkpoints_steps=5)
+  trainer = engine.Trainer(strategy, pretraining_task.PretrainingTask(config), run_config,
+                           lambda: optimization.create_optimizer(1e-3, 5, 1))
+  input_fn = input_pipeline.make_input_fn([data_path], spec, 8, True, shuffle_buffer_size=0,
+                                          seed=0)
+  losses[name] = [loss for _, loss in trainer.train(input_fn)["history"]]
+print("LOSSES " + json.dumps(losses))
+""" % {"seq": SEQ_LENGTH, "pred": NUM_PREDICTIONS}
+
+
+def test_two_replicas_give_the_losses_of_one_device(tmp_path):
+  # Without dropout and with the same number of predictions in every record (so per-replica
+  # masked-LM ratios average to the global one), 2 replicas must follow the 1-device curve.
+  config = dict(TINY_CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  records = write_records(tmp_path / "data.tfrecord", num_records=40)
+  result = subprocess.run(
+      [sys.executable, "-c", TWO_REPLICA_SCRIPT, str(records), str(tmp_path), json.dumps(config)],
+      capture_output=True, text=True, cwd=REPO_ROOT,
+      env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+  assert result.returncode == 0, result.stderr[-3000:]
+  losses = json.loads(result.stdout.split("LOSSES ")[1])
+  one, two = np.array(losses["one_device"]), np.array(losses["mirrored"])
+  assert len(one) == len(two) == 5
+  np.testing.assert_allclose(two, one, rtol=1e-4)
+  assert one[-1] < one[0]
