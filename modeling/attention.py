@@ -40,7 +40,7 @@ class SelfAttention(keras.layers.Layer):
 
   Example:
     >>> attention = SelfAttention(hidden_size=16, num_attention_heads=2)
-    >>> context = attention(tf.zeros([2, 8, 16]), attention_mask_adder(tf.ones([2, 8])))
+    >>> context = attention(tf.zeros([2 * 8, 16]), attention_mask_adder(tf.ones([2, 8])))
   """
 
   def __init__(self, hidden_size, num_attention_heads, initializer_range=0.02, dropout_rate=0.1,
@@ -67,34 +67,37 @@ class SelfAttention(keras.layers.Layer):
       projection.build(input_shape)
     self.built = True
 
-  def _split_heads(self, tensor):
-    """`[batch_size, seq_length, H]` -> `[batch_size, seq_length, A, H / A]`."""
-    shape = tf.shape(tensor)
-    return tf.reshape(tensor, [shape[0], shape[1], self.num_attention_heads, self.head_size])
-
   def call(self, hidden_states, mask_adder, training=False):
     """Attends every position of `hidden_states` to every unmasked position.
 
     Args:
-      hidden_states: float `[batch_size, seq_length, hidden_size]`.
+      hidden_states: float `[batch_size * seq_length, hidden_size]`, flattened to 2-D as the
+        original keeps it (a 2-D matmul is several times faster than a broadcast 3-D one on CPU).
       mask_adder: float `[batch_size, 1, 1, seq_length]` from `attention_mask_adder`.
       training: apply dropout.
 
     Returns:
-      context `[batch_size, seq_length, hidden_size]` (heads concatenated, before the output
+      context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
       projection).
     """
-    query = self._split_heads(self.query(hidden_states))
-    key = self._split_heads(self.key(hidden_states))
-    value = self._split_heads(self.value(hidden_states))
+    batch_size = tf.shape(mask_adder)[0]
+    seq_length = tf.shape(mask_adder)[3]
+
+    def split_heads(tensor):
+      """`[batch_size * seq_length, H]` -> `[batch_size, seq_length, A, H / A]`."""
+      return tf.reshape(tensor, [batch_size, seq_length, self.num_attention_heads,
+                                 self.head_size])
+
+    query = split_heads(self.query(hidden_states))
+    key = split_heads(self.key(hidden_states))
+    value = split_heads(self.value(hidden_states))
     scores = tf.einsum("bfnd,btnd->bnft", query, key)
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     scores += tf.cast(mask_adder, tf.float32)
     probabilities = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
     probabilities = self.dropout(probabilities, training=training)
     context = tf.einsum("bnft,btnd->bfnd", probabilities, value)
-    shape = tf.shape(hidden_states)
-    return tf.reshape(context, [shape[0], shape[1], self.hidden_size])
+    return tf.reshape(context, [-1, self.hidden_size])
 
   def get_config(self):
     config = super().get_config()
