@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import schemas
 from modeling import checkpoint_io
 from tests.conftest import REPO_ROOT
+from tests.pretraining_records import write_records
 
 SEQ_LENGTH = 32
 NUM_PREDICTIONS = 5
@@ -19,35 +19,6 @@ VOCAB_SIZE = 100
 TINY_CONFIG = {"vocab_size": VOCAB_SIZE, "hidden_size": 32, "num_hidden_layers": 2,
                "num_attention_heads": 2, "intermediate_size": 64,
                "max_position_embeddings": 64, "type_vocab_size": 2}
-
-
-def write_records(path, num_records=64, seq_length=SEQ_LENGTH, num_predictions=NUM_PREDICTIONS,
-                  max_id=VOCAB_SIZE, seed=0):
-  """Records in the pretraining schema whose masked ids are the ids at the masked positions."""
-  rng = np.random.default_rng(seed)
-  with tf.io.TFRecordWriter(str(path)) as writer:
-    for index in range(num_records):
-      length = int(rng.integers(8, seq_length + 1))
-      ids = np.zeros(seq_length, np.int64)
-      ids[:length] = rng.integers(5, max_id, length)
-      positions = np.zeros(num_predictions, np.int64)
-      positions[:3] = np.sort(rng.choice(np.arange(1, length - 1), 3, replace=False))
-      masked_ids = np.where(np.arange(num_predictions) < 3, ids[positions], 0)
-      weights = (np.arange(num_predictions) < 3).astype(np.float32)
-      real = np.arange(seq_length) < length
-      feature = {
-          "input_ids": schemas.int64_feature(ids),
-          "input_mask": schemas.int64_feature(real.astype(np.int64)),
-          "segment_ids": schemas.int64_feature((real & (np.arange(seq_length) >= length // 2))
-                                               .astype(np.int64)),
-          "masked_lm_positions": schemas.int64_feature(positions),
-          "masked_lm_ids": schemas.int64_feature(masked_ids),
-          "masked_lm_weights": schemas.float_feature(weights),
-          "next_sentence_labels": schemas.int64_feature([index % 2]),
-      }
-      writer.write(tf.train.Example(
-          features=tf.train.Features(feature=feature)).SerializeToString())
-  return path
 
 
 def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
@@ -69,7 +40,9 @@ def read_eval_results(path):
 
 
 def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
+  # Gradient accumulation on: it exercises the micro-batch loop on a BERT-sized graph.
   result = run_pretraining(tmp_path, "--do_train", "--do_eval", "--num_train_steps=40",
+                           "--gradient_accumulation_steps=2",
                            "--steps_per_loop=10", "--save_checkpoints_steps=20",
                            "--max_eval_steps=4")
   assert result.returncode == 0, result.stderr

@@ -225,6 +225,12 @@ class Trainer:
         per_replica)
 
   def _build_train_loop(self):
+    if self.config.gradient_accumulation_steps > 1:
+      # Grappler's arithmetic optimizer turns the gradient sums of the micro-batch loop into
+      # temporary variables whose names collide across loop iterations on BERT-sized graphs
+      # (AlreadyExistsError: ".../AddOpsRewrite_add_N/tmp_var", seen when benchmarks/
+      # pretraining_step.py trains one Trainer twice); the rewrite is off for such runs.
+      tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
     self._forward_backward_fn = (tf.function(self._forward_backward, jit_compile=True)
                                  if self.config.jit_compile else self._forward_backward)
     zero_metrics = {name: (tf.constant(0.0), tf.constant(0.0)) for name in self.task.metric_names}
