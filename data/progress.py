@@ -23,6 +23,7 @@ class Progress:
     refresh_seconds: redraw period on a terminal.
     log_seconds: log period otherwise.
     stream: where the terminal bar goes (default stderr).
+    count_format: format spec of the counts (e.g. ",.1f" for megabytes).
 
   Example:
     >>> progress = Progress(total=len(lines), unit="lines")
@@ -32,30 +33,39 @@ class Progress:
   """
 
   def __init__(self, total=None, unit="items", refresh_seconds=0.5, log_seconds=30.0,
-               stream=None):
+               stream=None, count_format=",.0f"):
     self.total = total
     self.unit = unit
     self.stream = stream or sys.stderr
     self.interactive = self.stream.isatty()
     self.period = refresh_seconds if self.interactive else log_seconds
+    self.count_format = count_format
     self.count = 0
+    self.detail = ""
     self.start = time.monotonic()
     self.last_report = self.start
 
   def message(self):
     elapsed = max(time.monotonic() - self.start, 1e-9)
     rate = self.count / elapsed
-    text = f"{self.count:,}"
+    text = format(self.count, self.count_format)
     if self.total:
-      text += f"/{self.total:,} ({100.0 * self.count / self.total:.0f}%)"
+      text += f"/{self.total:{self.count_format}} ({100.0 * self.count / self.total:.0f}%)"
     text += f" {self.unit}, {rate:,.1f} {self.unit}/s, elapsed {format_duration(elapsed)}"
     if self.total and rate > 0:
       text += f", ETA {format_duration(max(self.total - self.count, 0) / rate)}"
-    return text
+    return text + self.detail
 
-  def update(self, count=1):
-    """Adds `count` finished units and reports if the period has passed."""
+  def update(self, count=1, detail=None):
+    """Adds `count` finished units and reports if the period has passed.
+
+    Args:
+      count: units finished since the last call.
+      detail: optional text appended to the report (e.g. other counters and their rates).
+    """
     self.count += count
+    if detail is not None:
+      self.detail = detail
     now = time.monotonic()
     if now - self.last_report >= self.period:
       self.last_report = now

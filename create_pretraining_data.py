@@ -1,0 +1,125 @@
+"""Creates masked-LM / next-sentence pretraining TFRecords, as the original script, in parallel.
+
+Input: text files with one sentence per line and a blank line between documents. Output:
+`tf.train.Example` records with the original seven features, plus `<output>.stats.json`.
+
+Example:
+  python create_pretraining_data.py --input_file='corpus/*.txt' \
+      --output_file=pretraining_data/part.tfrecord --num_output_shards=8 \
+      --vocab_file=$BERT_DIR/vocab.txt --do_lower_case=True --max_seq_length=128 \
+      --max_predictions_per_seq=20 --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+"""
+
+import os
+
+from absl import flags
+from absl import logging
+
+from data import file_patterns
+from data import pretraining_data_writer
+from data import tokenization
+from training import cli
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Input raw text file (or comma-separated list of files or globs).")
+flags.DEFINE_string("output_file", None,
+                    "Output TF example file (or comma-separated list of files); with "
+                    "--num_output_shards, the prefix of the shard names.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10,
+                     "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of creating sequences which are shorter than the maximum length.")
+flags.DEFINE_integer("num_workers", os.cpu_count() or 1,
+                     "Worker processes (default: all cores); the output does not depend on it.")
+flags.DEFINE_integer("num_output_shards", None,
+                     "Write <output_file>-NNNNN-of-MMMMM files instead of the listed outputs.")
+flags.DEFINE_integer("shard_documents", 10000,
+                     "Documents per input shard: the unit of work and memory, and the pool the "
+                     "random next sentences are drawn from.")
+flags.DEFINE_bool("gzip", False, "Compress the output with GZIP (read with "
+                  "--input_compression=gzip).")
+flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+
+
+def output_paths():
+  """The output files: the comma-separated list, or the shard names of --num_output_shards."""
+  if FLAGS.num_output_shards is None:
+    return [path.strip() for path in FLAGS.output_file.split(",") if path.strip()]
+  count = FLAGS.num_output_shards
+  return [f"{FLAGS.output_file}-{index:05d}-of-{count:05d}" for index in range(count)]
+
+
+def check_flags():
+  """Raises cli.UsageError naming the first flag that cannot work."""
+  if FLAGS.max_seq_length < 5:
+    raise cli.UsageError(f"--max_seq_length={FLAGS.max_seq_length}: must be at least 5 "
+                         "([CLS] A [SEP] B [SEP] with one token each)")
+  if not 0.0 < FLAGS.masked_lm_prob <= 1.0:
+    raise cli.UsageError(f"--masked_lm_prob={FLAGS.masked_lm_prob}: must be in (0, 1]")
+  if not 0.0 <= FLAGS.short_seq_prob <= 1.0:
+    raise cli.UsageError(f"--short_seq_prob={FLAGS.short_seq_prob}: must be in [0, 1]")
+  for name in ("dupe_factor", "max_predictions_per_seq", "num_workers", "shard_documents"):
+    if FLAGS[name].value < 1:
+      raise cli.UsageError(f"--{name}={FLAGS[name].value}: must be at least 1")
+  if FLAGS.num_output_shards is not None and FLAGS.num_output_shards < 1:
+    raise cli.UsageError(f"--num_output_shards={FLAGS.num_output_shards}: must be at least 1")
+  # The original silently capped full-length sequences below masked_lm_prob.
+  needed = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
+  if FLAGS.max_predictions_per_seq < needed:
+    raise cli.UsageError(
+        f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} is smaller than "
+        f"round(max_seq_length * masked_lm_prob) = {needed}: full-length sequences would mask "
+        f"less than --masked_lm_prob={FLAGS.masked_lm_prob} of their tokens")
+
+
+def check_outputs_writable(paths):
+  """Fails before any work if an output directory is missing or not writable."""
+  for path in paths:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+      raise cli.UsageError(f"--output_file: directory {directory} of {path} does not exist")
+    if not os.access(directory, os.W_OK):
+      raise cli.UsageError(f"--output_file: directory {directory} of {path} is not writable")
+
+
+def main(argv):
+  del argv
+  check_flags()
+  outputs = output_paths()
+  if not outputs:
+    raise cli.UsageError("--output_file is empty")
+  inputs = file_patterns.expand_globs(FLAGS.input_file, "input_file")
+  tokenization.load_vocab(FLAGS.vocab_file)
+  check_outputs_writable(outputs)
+  settings = pretraining_data_writer.Settings(
+      vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+      max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
+      masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+      do_whole_word_mask=FLAGS.do_whole_word_mask)
+  logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
+               FLAGS.num_workers)
+  try:
+    stats = pretraining_data_writer.write_pretraining_data(
+        inputs, outputs, settings, num_workers=FLAGS.num_workers,
+        shard_documents=FLAGS.shard_documents, compression_type="GZIP" if FLAGS.gzip else None)
+  except pretraining_data_writer.NoDocumentsError as error:
+    raise cli.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
+  logging.info("Wrote %d instances from %d documents to %d file(s) in %.1f s; statistics in "
+               "%s.stats.json", stats["instances"], stats["documents"], len(outputs),
+               stats["seconds"], outputs[0])
+
+
+if __name__ == "__main__":
+  cli.run(main)

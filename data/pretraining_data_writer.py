@@ -1,0 +1,270 @@
+"""Writing pretraining TFRecords from text: streamed in shards, in parallel, deterministically.
+
+The input (the original's format: one sentence per line, blank lines between documents) is read
+as a stream and cut into shards of at most `shard_documents` whole documents, each file starting
+a new document. Each shard is tokenized and turned into instances by one worker process with its
+own rng (`random_seed + shard index`; shard 0 uses the seed itself, like the original's single
+rng), and the random "next sentence" documents are drawn from the same shard. Results come back in
+shard order and are written round-robin to the output files, so the same inputs, seed and shard
+size give byte-identical output whatever the number of workers. At most `2 * num_workers` shards
+are in flight, so memory is bounded by a few shards, not by the corpus.
+"""
+
+import collections
+import dataclasses
+import json
+import multiprocessing
+import os
+import time
+
+import tensorflow as tf
+
+from data import graph_tokenization
+from data import pretraining_instances
+from data import progress
+from data import text_files
+from data import tokenization
+
+# Lines per call of the in-graph tokenizer.
+_TOKENIZE_BATCH_LINES = 2048
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What every worker needs; the original's flags plus the tokenizer choice.
+
+  `use_graph_tokenizer` False tokenizes with the pure-Python `FullTokenizer` (same ids, slower:
+  the baseline of `benchmarks/pretraining_data.py`).
+  """
+  vocab_file: str
+  do_lower_case: bool
+  max_seq_length: int
+  max_predictions_per_seq: int
+  random_seed: int
+  dupe_factor: int
+  masked_lm_prob: float
+  short_seq_prob: float
+  do_whole_word_mask: bool
+  use_graph_tokenizer: bool = True
+
+
+def read_document_shards(paths, shard_documents, stats):
+  """Streams the input as shards of whole documents.
+
+  Args:
+    paths: input files, read in order.
+    shard_documents: documents per shard (the last shard may hold fewer).
+    stats: a `text_files.DecodeStats` updated as lines are read.
+
+  Yields:
+    `(documents, num_bytes)`: a list of documents, each a list of stripped non-empty lines, and
+    the input bytes the shard covers.
+  """
+  shard, document, num_bytes = [], [], 0
+  for path in paths:
+    for line in text_files.read_lines(path, stats):
+      num_bytes += len(line.encode("utf-8")) + 1
+      line = line.strip()
+      if line:
+        document.append(line)
+        continue
+      if document:
+        shard.append(document)
+        document = []
+        if len(shard) == shard_documents:
+          yield shard, num_bytes
+          shard, num_bytes = [], 0
+    if document:
+      shard.append(document)
+      document = []
+  if shard:
+    yield shard, num_bytes
+
+
+_TOKENIZERS = {}
+
+
+def _tokenize_lines(lines, settings):
+  """Returns a list of id lists, one per line, with the fast or pure-Python tokenizer."""
+  key = (settings.vocab_file, settings.do_lower_case, settings.use_graph_tokenizer)
+  if key not in _TOKENIZERS:
+    _TOKENIZERS[key] = (
+        graph_tokenization.GraphTokenizer(settings.vocab_file, settings.do_lower_case)
+        if settings.use_graph_tokenizer
+        else tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case))
+  tokenizer = _TOKENIZERS[key]
+  if not settings.use_graph_tokenizer:
+    return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+  ids = []
+  for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
+    ragged = tokenizer.tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))
+    values = ragged.flat_values.numpy().tolist()
+    splits = ragged.row_splits.numpy()
+    ids.extend(values[splits[i]:splits[i + 1]] for i in range(len(splits) - 1))
+  return ids
+
+
+_SPECIAL_IDS = {}
+
+
+def process_shard(shard_index, documents, settings):
+  """Tokenizes one shard, creates its instances and serializes them.
+
+  Args:
+    shard_index: position of the shard in the input (seeds its rng).
+    documents: list of documents, each a list of text lines.
+    settings: `Settings`.
+
+  Returns:
+    `(serialized_examples, counts)`: list of bytes in the shard's instance order; a Counter of
+    the statistics `write_pretraining_data` reports.
+  """
+  if settings.vocab_file not in _SPECIAL_IDS:
+    _SPECIAL_IDS[settings.vocab_file] = pretraining_instances.SpecialIds.from_vocab(
+        tokenization.load_vocab(settings.vocab_file))
+  special_ids = _SPECIAL_IDS[settings.vocab_file]
+  lines = [line for document in documents for line in document]
+  line_ids = iter(_tokenize_lines(lines, settings))
+  # Lines that tokenize to nothing are dropped, and documents left empty with them.
+  tokenized = [[ids for ids in (next(line_ids) for _ in document) if ids]
+               for document in documents]
+  instances = pretraining_instances.create_instances(
+      tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
+      settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
+      settings.do_whole_word_mask, pretraining_instances.seeded_rng(settings.random_seed,
+                                                                    shard_index))
+  counts = collections.Counter(documents=sum(1 for d in tokenized if d), instances=len(instances))
+  serialized = []
+  for instance in instances:
+    num_tokens = len(instance.input_ids)
+    counts["tokens"] += num_tokens
+    counts["target_predictions"] += max(1, int(round(num_tokens * settings.masked_lm_prob)))
+    counts["masked_positions"] += len(instance.masked_lm_positions)
+    counts["random_next"] += instance.is_random_next
+    counts["short_target"] += instance.is_short_target
+    counts.update(instance.masking_actions)
+    serialized.append(pretraining_instances.instance_to_example(
+        instance, settings.max_seq_length, settings.max_predictions_per_seq
+    ).SerializeToString(deterministic=True))
+  return serialized, counts
+
+
+def summarize(counts, decode_stats, elapsed_seconds):
+  """The statistics written to `<output>.stats.json`."""
+  masked = max(counts["masked_positions"], 1)
+  instances = max(counts["instances"], 1)
+  return {
+      "lines": decode_stats.lines,
+      "undecodable_lines": decode_stats.undecodable_lines,
+      "documents": counts["documents"],
+      "instances": counts["instances"],
+      "tokens": counts["tokens"],
+      "masked_positions": counts["masked_positions"],
+      "masked_fraction_of_tokens": counts["masked_positions"] / max(counts["tokens"], 1),
+      "target_masked_fraction_of_tokens": counts["target_predictions"] / max(counts["tokens"], 1),
+      "random_next_fraction": counts["random_next"] / instances,
+      "short_target_fraction": counts["short_target"] / instances,
+      "masking_action_fractions": {
+          action: counts[action] / masked
+          for action in (pretraining_instances.MASK, pretraining_instances.RANDOM,
+                         pretraining_instances.KEEP)},
+      "seconds": round(elapsed_seconds, 3),
+  }
+
+
+def _write_json_atomically(path, value):
+  temp_path = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(temp_path, "w") as writer:
+    writer.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+  tf.io.gfile.rename(temp_path, path, overwrite=True)
+
+
+class NoDocumentsError(ValueError):
+  """The input held no document with any word piece."""
+
+
+def write_pretraining_data(input_files, output_files, settings, num_workers=1,
+                           shard_documents=10000, compression_type=None):
+  """Creates instances from `input_files` and writes them to `output_files`.
+
+  Outputs are written under temporary names and renamed only when every shard succeeded, so an
+  interrupted run leaves nothing that looks complete. `<output_files[0]>.stats.json` gets the
+  statistics.
+
+  Args:
+    input_files: text files in the original format.
+    output_files: TFRecord paths; instances go round-robin to them.
+    settings: `Settings`.
+    num_workers: worker processes (1: everything in this process).
+    shard_documents: documents per shard (also the pool of random next-sentence documents).
+    compression_type: None or "GZIP".
+
+  Returns:
+    the statistics dict.
+
+  Raises:
+    NoDocumentsError: nothing to create instances from.
+  """
+  start = time.monotonic()
+  decode_stats = text_files.DecodeStats()
+  total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
+  bar = progress.Progress(total=total_bytes / 1e6, unit="MB", count_format=",.2f")
+  temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
+  options = tf.io.TFRecordOptions(compression_type=compression_type)
+  writers = [tf.io.TFRecordWriter(path, options) for path in temp_paths]
+  counts = collections.Counter()
+  pool = None
+  try:
+    shards = ((index, documents, settings, num_bytes) for index, (documents, num_bytes)
+              in enumerate(read_document_shards(input_files, shard_documents, decode_stats)))
+
+    def write(serialized, shard_counts, num_bytes):
+      for example in serialized:
+        writers[counts["instances_written"] % len(writers)].write(example)
+        counts["instances_written"] += 1
+      counts.update(shard_counts)
+      elapsed = max(time.monotonic() - start, 1e-9)
+      bar.update(num_bytes / 1e6, detail=(
+          f"; {counts['documents']:,} documents ({counts['documents'] / elapsed:,.0f}/s), "
+          f"{counts['instances']:,} instances ({counts['instances'] / elapsed:,.0f}/s)"))
+
+    if num_workers <= 1:
+      for index, documents, _, num_bytes in shards:
+        write(*process_shard(index, documents, settings), num_bytes)
+    else:
+      # TensorFlow is not fork-safe: workers start fresh interpreters.
+      pool = multiprocessing.get_context("spawn").Pool(num_workers)
+      in_flight = collections.deque()
+      for index, documents, _, num_bytes in shards:
+        in_flight.append((pool.apply_async(process_shard, (index, documents, settings)),
+                          num_bytes))
+        while len(in_flight) >= 2 * num_workers:
+          result, done_bytes = in_flight.popleft()
+          write(*result.get(), done_bytes)
+      while in_flight:
+        result, done_bytes = in_flight.popleft()
+        write(*result.get(), done_bytes)
+      pool.close()
+      pool.join()
+      pool = None
+    for writer in writers:
+      writer.close()
+    if not counts["instances"]:
+      raise NoDocumentsError(
+          f"no document with any word piece in {len(input_files)} input file(s) "
+          f"({decode_stats.lines} line(s) read)")
+    for temp_path, path in zip(temp_paths, output_files):
+      tf.io.gfile.rename(temp_path, path, overwrite=True)
+  finally:
+    if pool is not None:
+      pool.terminate()
+    for writer in writers:
+      writer.close()
+    for temp_path in temp_paths:
+      if tf.io.gfile.exists(temp_path):
+        tf.io.gfile.remove(temp_path)
+  bar.close()
+  stats = summarize(counts, decode_stats, time.monotonic() - start)
+  _write_json_atomically(f"{output_files[0]}.stats.json", stats)
+  return stats
+
