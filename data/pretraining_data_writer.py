@@ -128,12 +128,13 @@ def process_shard(shard_index, documents, settings):
   # Lines that tokenize to nothing are dropped, and documents left empty with them.
   tokenized = [[ids for ids in (next(line_ids) for _ in document) if ids]
                for document in documents]
+  counts = collections.Counter()
   instances = pretraining_instances.create_instances(
       tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
       settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
-      settings.do_whole_word_mask, pretraining_instances.seeded_rng(settings.random_seed,
-                                                                    shard_index))
-  counts = collections.Counter(documents=sum(1 for d in tokenized if d), instances=len(instances))
+      settings.do_whole_word_mask,
+      pretraining_instances.seeded_rng(settings.random_seed, shard_index), counts)
+  counts.update(documents=sum(1 for d in tokenized if d), instances=len(instances))
   serialized = []
   for instance in instances:
     num_tokens = len(instance.input_ids)
@@ -141,7 +142,7 @@ def process_shard(shard_index, documents, settings):
     counts["target_predictions"] += max(1, int(round(num_tokens * settings.masked_lm_prob)))
     counts["masked_positions"] += len(instance.masked_lm_positions)
     counts["random_next"] += instance.is_random_next
-    counts["short_target"] += instance.is_short_target
+    counts["single_segment"] += instance.is_single_segment
     counts.update(instance.masking_actions)
     serialized.append(pretraining_instances.instance_to_example(
         instance, settings.max_seq_length, settings.max_predictions_per_seq
@@ -163,7 +164,13 @@ def summarize(counts, decode_stats, elapsed_seconds):
       "masked_fraction_of_tokens": counts["masked_positions"] / max(counts["tokens"], 1),
       "target_masked_fraction_of_tokens": counts["target_predictions"] / max(counts["tokens"], 1),
       "random_next_fraction": counts["random_next"] / instances,
-      "short_target_fraction": counts["short_target"] / instances,
+      # Single-segment chunks always take a random B (as the original); the others do half the
+      # time, so random_next_fraction = 0.5 + 0.5 * single_segment_fraction in expectation.
+      "single_segment_fraction": counts["single_segment"] / instances,
+      "random_next_fraction_of_multi_segment": (
+          (counts["random_next"] - counts["single_segment"])
+          / max(counts["instances"] - counts["single_segment"], 1)),
+      "short_target_fraction": counts["short_target_passes"] / max(counts["document_passes"], 1),
       "masking_action_fractions": {
           action: counts[action] / masked
           for action in (pretraining_instances.MASK, pretraining_instances.RANDOM,

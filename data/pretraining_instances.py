@@ -56,6 +56,7 @@ class TrainingInstance:
     masked_lm_ids: the original ids at those positions.
     masking_actions: per prediction, MASK, RANDOM or KEEP.
     is_short_target: the document's target length was drawn short (`short_seq_prob`).
+    is_single_segment: the chunk held one segment, so B had to come from another document.
   """
   input_ids: list
   segment_ids: list
@@ -64,6 +65,7 @@ class TrainingInstance:
   masked_lm_ids: list
   masking_actions: list
   is_short_target: bool
+  is_single_segment: bool
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
@@ -217,7 +219,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
         instances.append(TrainingInstance(
             input_ids=input_ids, segment_ids=segment_ids, is_random_next=is_random_next,
             masked_lm_positions=positions, masked_lm_ids=labels, masking_actions=actions,
-            is_short_target=is_short_target))
+            is_short_target=is_short_target, is_single_segment=len(current_chunk) == 1))
       current_chunk = []
       current_length = 0
     i += 1
@@ -225,7 +227,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
 
 
 def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, masked_lm_prob,
-                     max_predictions_per_seq, special_ids, do_whole_word_mask, rng):
+                     max_predictions_per_seq, special_ids, do_whole_word_mask, rng, counts=None):
   """The original's `create_training_instances` after reading: shuffle, `dupe_factor` passes,
   shuffle.
 
@@ -233,6 +235,8 @@ def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, mas
     documents: list of documents (lists of non-empty id lists); empty documents are dropped.
     dupe_factor: passes over the documents, each with different masks.
     others: see `create_instances_from_document`.
+    counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`
+      (passes whose target length was drawn short, expected `short_seq_prob` of them).
 
   Returns:
     list of `TrainingInstance` in the original's final shuffled order.
@@ -242,9 +246,13 @@ def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, mas
   instances = []
   for _ in range(dupe_factor):
     for document_index in range(len(all_documents)):
-      instances.extend(create_instances_from_document(
+      document_instances = create_instances_from_document(
           all_documents, document_index, max_seq_length, short_seq_prob, masked_lm_prob,
-          max_predictions_per_seq, special_ids, do_whole_word_mask, rng))
+          max_predictions_per_seq, special_ids, do_whole_word_mask, rng)
+      if counts is not None:
+        counts["document_passes"] += 1
+        counts["short_target_passes"] += document_instances[0].is_short_target
+      instances.extend(document_instances)
   rng.shuffle(instances)
   return instances
 
