@@ -9,6 +9,7 @@ import tensorflow as tf
 from modeling import checkpoint_io
 from modeling import optimization
 from tests import toy_task
+from training import checkpointing
 from training import engine
 from training import input_pipeline
 from training import mixed_precision
@@ -45,6 +46,17 @@ def _weights(trainer):
 @pytest.fixture(scope="module")
 def data_path(tmp_path_factory):
   return toy_task.write_records(tmp_path_factory.mktemp("data") / "toy.tfrecord", 64)
+
+
+def test_relative_output_dir_gets_a_state_file_that_finds_its_checkpoints(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  manager = checkpointing.CheckpointManager(os.path.join("runs", "out"),
+                                            {"v": tf.Variable(1.0)})
+  manager.save(3)
+  manager.save(5)
+  assert tf.train.latest_checkpoint(os.path.join("runs", "out")) == os.path.join(
+      "runs", "out", "model.ckpt-5")
+  assert manager.restore_latest() == 5
 
 
 def test_checkpoints_use_original_names_and_state_file(tmp_path, data_path):

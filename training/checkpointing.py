@@ -7,13 +7,13 @@ release, so `tf.train.latest_checkpoint`, HuggingFace's `load_tf_weights_in_bert
 atomically, so a run killed at any moment leaves the previous checkpoint usable.
 """
 
+import json
 import os
 import shutil
 import tempfile
 
 from absl import logging
 import tensorflow as tf
-from google.protobuf import text_format
 
 from modeling import checkpoint_io
 
@@ -32,12 +32,14 @@ def _write_state_file(directory, prefixes):
   """Atomically writes the `checkpoint` state proto listing `prefixes` (oldest first)."""
   # Relative paths keep the directory movable; latest_checkpoint joins them with the directory.
   names = [os.path.basename(p) for p in prefixes]
-  state = tf.compat.v1.train.generate_checkpoint_state_proto(
-      directory, names[-1], all_model_checkpoint_paths=names)
+  # Written directly: generate_checkpoint_state_proto rewrites names relative to a relative
+  # directory ("../../model.ckpt-N"), which latest_checkpoint then cannot find.
+  state = "".join([f"model_checkpoint_path: {json.dumps(names[-1])}\n"]
+                  + [f"all_model_checkpoint_paths: {json.dumps(name)}\n" for name in names])
   path = os.path.join(directory, STATE_FILENAME)
   temp_path = f"{path}.tmp-{os.getpid()}"
   with tf.io.gfile.GFile(temp_path, "w") as f:
-    f.write(text_format.MessageToString(state))
+    f.write(state)
   tf.io.gfile.rename(temp_path, path, overwrite=True)
 
 
