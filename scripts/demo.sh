@@ -17,3 +17,48 @@ echo "wrote $DEMO_DIR/vocab.txt ($(wc -l < "$DEMO_DIR/vocab.txt") entries)"
 stage "2. Tokenize the corpus with it (pure Python and in-graph)"
 "$PYTHON" scripts/show_tokenization.py --input_file=samples/sample_corpus.txt \
   --vocab_file="$DEMO_DIR/vocab.txt"
+
+stage "3. Create pretraining data (masked LM + next sentence) from the sample corpus"
+"$PYTHON" create_pretraining_data.py --input_file=samples/sample_corpus.txt \
+  --output_file="$DEMO_DIR/pretraining_data.tfrecord" --vocab_file="$DEMO_DIR/vocab.txt" \
+  --max_seq_length=64 --max_predictions_per_seq=10 --dupe_factor=1 --num_workers=2 \
+  --alsologtostderr=false
+"$PYTHON" -c "import json, sys; s = json.load(open(sys.argv[1])); print(
+    f\"{s['instances']} instances from {s['documents']} documents, \"
+    f\"{s['masked_fraction_of_tokens']:.1%} of tokens masked, \"
+    f\"{s['random_next_fraction']:.1%} random next sentences\")" \
+  "$DEMO_DIR/pretraining_data.tfrecord.stats.json"
+
+stage "4. Pretrain a tiny BERT on it until it has learned its own training data"
+"$PYTHON" - "$DEMO_DIR" <<'PY'
+import json, sys
+vocab_size = sum(1 for _ in open(f"{sys.argv[1]}/vocab.txt", encoding="utf-8"))
+json.dump({"vocab_size": vocab_size, "hidden_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "intermediate_size": 512, "max_position_embeddings": 64,
+           "type_vocab_size": 2}, open(f"{sys.argv[1]}/bert_config.json", "w"), indent=2)
+PY
+rm -rf "$DEMO_DIR/pretraining_output"
+"$PYTHON" run_pretraining.py --input_file="$DEMO_DIR/pretraining_data.tfrecord" \
+  --output_dir="$DEMO_DIR/pretraining_output" --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --do_train --do_eval --max_seq_length=64 --max_predictions_per_seq=10 \
+  --train_batch_size=32 --eval_batch_size=32 --num_train_steps=400 --num_warmup_steps=40 \
+  --learning_rate=1e-3 --steps_per_loop=100 --save_checkpoints_steps=200 \
+  --distribution_strategy=one_device --alsologtostderr=false
+cat "$DEMO_DIR/pretraining_output/eval_results.txt"
+
+stage "5. Extract features of two sentences with the pretrained checkpoint"
+printf '%s\n' "The keeper climbed the tower. ||| The lamp was lit." "Bees make honey." \
+  > "$DEMO_DIR/features_input.txt"
+"$PYTHON" extract_features.py --input_file="$DEMO_DIR/features_input.txt" \
+  --output_file="$DEMO_DIR/features.jsonl" --vocab_file="$DEMO_DIR/vocab.txt" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --layers=-1,-2 --max_seq_length=64 \
+  --alsologtostderr=false
+"$PYTHON" -c "import json, sys
+for line in open(sys.argv[1]):
+  record = json.loads(line)
+  tokens = [f['token'] for f in record['features']]
+  first = record['features'][0]['layers'][0]
+  print(record['linex_index'], ' '.join(tokens))
+  print('   [CLS] layer', first['index'], len(first['values']), 'values:', first['values'][:4], '...')
+" "$DEMO_DIR/features.jsonl"
