@@ -1,0 +1,140 @@
+"""Pretraining-data creation: instances/s and peak memory, this project beside a pure-Python run.
+
+Converts WikiText-2 valid (`data/wikitext.py`) to the original input format, then creates
+instances at `--dupe_factor=5 --max_seq_length=128` with:
+  - this project: `create_pretraining_data.py` with `--num_workers` processes (in-graph
+    tokenizer, shards of `--shard_documents` documents);
+  - the baseline: the same algorithm in one process with the pure-Python `FullTokenizer`, i.e.
+    the original's design (`write_pretraining_data(..., num_workers=1)`, graph tokenizer off).
+Each run is a child process whose peak resident memory (the sum over its process tree, sampled
+every 50 ms) is reported; the project also runs on the input repeated 10 times, to show that
+memory does not grow with the corpus.
+
+Usage:
+  python benchmarks/pretraining_data.py --wikitext=wikitext-2-valid.tokens.txt \
+      --vocab_file=uncased_vocab.txt
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from data import wikitext  # pylint: disable=g-import-not-at-top
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("wikitext", None, "wikitext-2-valid.tokens.txt")
+flags.DEFINE_string("vocab_file", None, "Uncased vocab.")
+flags.DEFINE_integer("num_workers", 2, "Workers of this project's runs.")
+flags.DEFINE_integer("shard_documents", 60, "Documents per shard (WikiText-2 valid has 60 "
+                     "articles, so 1x is one shard and 10x is ten).")
+flags.DEFINE_integer("dupe_factor", 5, "As the issue's setting.")
+flags.mark_flags_as_required(["wikitext", "vocab_file"])
+
+REPO_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+BASELINE = """
+import sys
+from data import pretraining_data_writer as writer
+settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=128,
+                           max_predictions_per_seq=20, random_seed=12345,
+                           dupe_factor=int(sys.argv[4]), masked_lm_prob=0.15, short_seq_prob=0.1,
+                           do_whole_word_mask=False, use_graph_tokenizer=False)
+stats = writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=1,
+                                      shard_documents=10 ** 9)
+print("INSTANCES", stats["instances"])
+"""
+
+
+def _tree_rss_bytes(pid):
+  """Resident memory of `pid` and all its descendants, from /proc."""
+  total, stack = 0, [pid]
+  while stack:
+    current = stack.pop()
+    try:
+      with open(f"/proc/{current}/status") as status:
+        for line in status:
+          if line.startswith("VmRSS:"):
+            total += int(line.split()[1]) * 1024
+      for task in os.listdir(f"/proc/{current}/task"):
+        with open(f"/proc/{current}/task/{task}/children") as children:
+          stack.extend(int(child) for child in children.read().split())
+    except (FileNotFoundError, ProcessLookupError):
+      continue
+  return total
+
+
+def run_measured(command):
+  """Runs `command`; returns (seconds, peak tree RSS in bytes, stdout+stderr)."""
+  start = time.perf_counter()
+  process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
+  peak = 0
+  while process.poll() is None:
+    peak = max(peak, _tree_rss_bytes(process.pid))
+    time.sleep(0.05)
+  output = process.stdout.read()
+  if process.returncode:
+    raise RuntimeError(f"{command[:3]} failed:\n{output[-3000:]}")
+  return time.perf_counter() - start, peak, output
+
+
+def main(argv):
+  del argv
+  with tempfile.TemporaryDirectory() as temp_dir:
+    with open(FLAGS.wikitext, encoding="utf-8") as reader:
+      text = "\n".join(wikitext.to_documents(reader)) + "\n"
+    corpus_1x = os.path.join(temp_dir, "wikitext_1x.txt")
+    corpus_10x = os.path.join(temp_dir, "wikitext_10x.txt")
+    with open(corpus_1x, "w", encoding="utf-8") as writer:
+      writer.write(text)
+    with open(corpus_10x, "w", encoding="utf-8") as writer:
+      writer.write("\n".join([text] * 10))
+
+    def project(corpus, name):
+      output = os.path.join(temp_dir, f"{name}.tfrecord")
+      seconds, peak, log = run_measured([
+          sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
+          f"--output_file={output}", f"--vocab_file={FLAGS.vocab_file}",
+          "--max_seq_length=128", "--max_predictions_per_seq=20",
+          f"--dupe_factor={FLAGS.dupe_factor}", f"--num_workers={FLAGS.num_workers}",
+          f"--shard_documents={FLAGS.shard_documents}"])
+      instances = int(log.split("Wrote ")[1].split(" ")[0])
+      return seconds, peak, instances
+
+    rows = []
+    baseline_output = os.path.join(temp_dir, "baseline.tfrecord")
+    seconds, peak, log = run_measured([sys.executable, "-c", BASELINE, corpus_1x,
+                                       baseline_output, FLAGS.vocab_file,
+                                       str(FLAGS.dupe_factor)])
+    instances = int(log.split("INSTANCES ")[1].split()[0])
+    rows.append(("pure Python, 1 process (the original's design)", "1x", seconds, peak,
+                 instances))
+    for corpus, size in ((corpus_1x, "1x"), (corpus_10x, "10x")):
+      seconds, peak, instances = project(corpus, size)
+      rows.append((f"this project, {FLAGS.num_workers} workers", size, seconds, peak, instances))
+    input_mb = os.path.getsize(corpus_1x) / 1e6
+
+  baseline_rate = rows[0][4] / rows[0][2]
+  print(f"\nWikiText-2 valid ({input_mb:.2f} MB as documents), dupe_factor {FLAGS.dupe_factor}, "
+        f"max_seq_length 128; {os.cpu_count()} cores; wall time includes interpreter and "
+        "TensorFlow start-up")
+  print(f"| {'run':<46} | input | {'instances':>9} | {'seconds':>7} | {'instances/s':>11} | "
+        f"{'vs baseline':>11} | {'peak RSS MB':>11} |")
+  print(f"|{'-' * 48}|-------|{'-' * 11}|{'-' * 9}|{'-' * 13}|{'-' * 13}|{'-' * 13}|")
+  for name, size, seconds, peak, instances in rows:
+    rate = instances / seconds
+    print(f"| {name:<46} | {size:>5} | {instances:>9,} | {seconds:>7.1f} | {rate:>11,.0f} | "
+          f"{rate / baseline_rate:>10.1f}x | {peak / 1e6:>11,.0f} |")
+  print(f"peak RSS 10x / 1x (this project): {rows[2][3] / rows[1][3]:.2f}")
+
+
+if __name__ == "__main__":
+  app.run(main)
