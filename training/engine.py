@@ -129,6 +129,7 @@ class Trainer:
     self._forward_backward_fn = None
     self._train_loop = None
     self._eval_step = None
+    self._predict_step = None
 
   def initialize(self):
     """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
@@ -392,9 +393,20 @@ class Trainer:
       raise ConfigError("the evaluation input holds no complete batch")
     results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
     results["loss"] = loss_sum / example_count
-    results["global_step"] = int(self.global_step.numpy())
-    logging.info("Eval results after %d batch(es): %s", num_batches,
-                 ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
+    logging.info("Evaluated %d batch(es)", num_batches)
+    return self.record_eval_results(results)
+
+  def record_eval_results(self, results):
+    """Logs `results`, writes them to the `eval` summaries and `output_dir/eval_results.txt`.
+
+    Args:
+      results: dict name -> float (a runner's metrics computed from `predict`, or `evaluate`'s).
+
+    Returns:
+      `results` with `global_step` added.
+    """
+    results = dict(results, global_step=int(self.global_step.numpy()))
+    logging.info("Eval results: %s", ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
     writer, temp_dir = self._summary_writer("eval")
     with writer.as_default(step=results["global_step"]):
       for name, value in results.items():
@@ -406,3 +418,45 @@ class Trainer:
     if self.is_chief:
       write_eval_results(os.path.join(self.config.output_dir, EVAL_RESULTS_FILENAME), results)
     return results
+
+  def predict(self, dataset, keep_features=()):
+    """Runs the model over `dataset` and returns its outputs in the dataset's order.
+
+    Every worker runs the whole dataset (no auto-sharding), its global batches split across the
+    local replicas in order, so each host gets every prediction.
+
+    Args:
+      dataset: `tf.data.Dataset` of global batches (dicts name -> `[batch_size, ...]`), finite.
+      keep_features: names of features returned beside the outputs (e.g. labels), which must have
+        the same shape in every batch apart from the batch dimension.
+
+    Returns:
+      `(outputs, features)`: `outputs` the structure of `task.call_model`'s result with numpy
+      arrays concatenated over all examples; `features` dict name -> numpy array.
+    """
+    self.initialize()
+    if self._predict_step is None:
+      def replica_step(features):
+        outputs = self.task.call_model(self.model, features, training=False)
+        return outputs, {name: features[name] for name in keep_features}
+      self._predict_step = tf.function(
+          lambda features: self.strategy.run(replica_step, args=(features,)),
+          reduce_retracing=True)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    batches = []
+    for features in self.strategy.experimental_distribute_dataset(dataset.with_options(options)):
+      per_replica = self._predict_step(features)
+      batches.extend(tf.nest.map_structure(lambda value: value.numpy(), local)
+                     for local in _local_results(self.strategy, per_replica))
+    if not batches:
+      raise ConfigError("the prediction input holds no example")
+    return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays, axis=0), *batches)
+
+
+def _local_results(strategy, per_replica_structure):
+  """The structure of each local replica, in replica order."""
+  flat = [strategy.experimental_local_results(value)
+          for value in tf.nest.flatten(per_replica_structure)]
+  return [tf.nest.pack_sequence_as(per_replica_structure, [values[i] for values in flat])
+          for i in range(len(flat[0]))]

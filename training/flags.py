@@ -7,6 +7,7 @@ The original's TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_projec
 """
 
 from absl import flags
+import tensorflow as tf
 
 from modeling import optimization
 from training import distribution
@@ -76,6 +77,21 @@ def define_input_flags(flag_values=flags.FLAGS):
   """--input_compression."""
   flags.DEFINE_enum("input_compression", "none", sorted(input_pipeline.COMPRESSION_TYPES),
                     "Compression of the input TFRecord files.", flag_values=flag_values)
+
+
+def define_padding_flags(flag_values=flags.FLAGS):
+  """--dynamic_padding (fine-tuning runners)."""
+  flags.DEFINE_bool("dynamic_padding", None,
+                    "Pad each batch to its longest example (training batches grouped by length) "
+                    "instead of --max_seq_length. Default: on, except on TPU, which needs static "
+                    "shapes.", flag_values=flag_values)
+
+
+def dynamic_padding_from_flags(flag_values, strategy):
+  """--dynamic_padding, defaulting to True unless `strategy` is a TPUStrategy."""
+  if flag_values.dynamic_padding is None:
+    return not isinstance(strategy, tf.distribute.TPUStrategy)
+  return flag_values.dynamic_padding
 
 
 def define_all(flag_values=flags.FLAGS):

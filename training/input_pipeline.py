@@ -14,11 +14,72 @@ from data import schemas
 
 COMPRESSION_TYPES = {"none": None, "gzip": "GZIP"}
 _MAX_CYCLE_LENGTH = 8
+# Features of length max_seq_length that dynamic padding trims to each example's real length.
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+# Dynamic padding pads training batches up to a multiple of this many tokens, so that a model
+# compiled with XLA sees at most max_seq_length / 16 shapes.
+_BUCKET_WIDTH = 16
+
+
+def trim_padding(features, sequence_features=SEQUENCE_FEATURES):
+  """Cuts the sequence features of one example to its real length (at least 1 token).
+
+  Args:
+    features: dict name -> tensor of one parsed example; `input_mask` `[max_seq_length]`.
+    sequence_features: names of the `[max_seq_length]` features to cut.
+
+  Returns:
+    the dict with those features `[length]`; the others unchanged.
+  """
+  length = tf.maximum(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32)), 1)
+  return {name: value[:length] if name in sequence_features else value
+          for name, value in features.items()}
+
+
+def bucket_boundaries(max_seq_length):
+  """`bucket_by_sequence_length` boundaries that pad lengths up to multiples of 16 (and to
+  `max_seq_length` for the longest)."""
+  widths = list(range(_BUCKET_WIDTH, max_seq_length, _BUCKET_WIDTH)) + [max_seq_length]
+  return [width + 1 for width in widths]
+
+
+def batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_padding,
+                   max_seq_length=None, sequence_features=SEQUENCE_FEATURES):
+  """Batches parsed examples, padded to `max_seq_length` or, with `dynamic_padding`, less.
+
+  With `dynamic_padding`, training batches group examples of similar length
+  (`bucket_by_sequence_length`) and are padded to the next multiple of 16; evaluation batches keep
+  the input order and are padded to their longest example. Padded positions have `input_mask` 0,
+  so the model's outputs for the real tokens are those of full-length padding.
+
+  Args:
+    dataset: `tf.data.Dataset` of parsed examples.
+    batch_size: examples per batch.
+    is_training: bucket by length (order not kept).
+    drop_remainder: drop the last partial batch.
+    dynamic_padding: trim padding as above; else plain batches of `max_seq_length`.
+    max_seq_length: the records' sequence length (for the buckets).
+    sequence_features: names of the `[max_seq_length]` features.
+
+  Returns:
+    `tf.data.Dataset` of batches.
+  """
+  if not dynamic_padding:
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
+  dataset = dataset.map(lambda features: trim_padding(features, sequence_features),
+                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
+  if not is_training:
+    return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
+  boundaries = bucket_boundaries(max_seq_length)
+  return dataset.bucket_by_sequence_length(
+      lambda features: tf.shape(features["input_ids"])[0], boundaries,
+      [batch_size] * (len(boundaries) + 1), pad_to_bucket_boundary=True,
+      drop_remainder=drop_remainder)
 
 
 def make_dataset(file_paths, feature_spec, batch_size, is_training, input_context=None,
                  repeat=None, shuffle_buffer_size=100, compression_type=None, seed=None,
-                 drop_remainder=True):
+                 drop_remainder=True, dynamic_padding=False, sequence_features=SEQUENCE_FEATURES):
   """Builds the dataset of one input pipeline.
 
   Args:
@@ -33,6 +94,8 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     compression_type: None or "GZIP".
     seed: shuffle seed; also makes the interleave deterministic.
     drop_remainder: drop the last partial batch (static batch dimension, as the original).
+    dynamic_padding: pad batches to their length, not max_seq_length (see `batch_examples`).
+    sequence_features: the `[max_seq_length]` features, for `dynamic_padding`.
 
   Returns:
     `tf.data.Dataset` of dicts name -> tensor `[batch_size] + feature shape`, ints as int32.
@@ -62,7 +125,9 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     records = records.shuffle(shuffle_buffer_size, seed=seed)
   dataset = records.map(lambda record: schemas.decode_record(record, feature_spec),
                         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+  max_seq_length = feature_spec["input_ids"].shape[0] if dynamic_padding else None
+  dataset = batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_padding,
+                           max_seq_length, sequence_features)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 
