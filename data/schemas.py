@@ -20,21 +20,22 @@ def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
   }
 
 
-def classifier_feature_spec(max_seq_length, num_label_values=None):
+def classifier_feature_spec(max_seq_length, label_dtype=tf.int64, num_label_values=None):
   """Features of `run_classifier.py`'s `train/eval/predict.tf_record`.
 
   Args:
     max_seq_length: sequence length of the records.
-    num_label_values: None for the original scalar int64 `label_ids`; a length for multi-label
-      records (int64 multi-hot of that length) is not the original's and is chosen by the caller.
+    label_dtype: tf.int64 for the original's class ids; tf.float32 for regression targets (not in
+      the original, which had no regression task).
+    num_label_values: None for the original scalar `label_ids`; a length for multi-label records
+      (an int64 multi-hot vector, not in the original).
   """
-  label_spec = (tf.io.FixedLenFeature([], tf.int64) if num_label_values is None
-                else tf.io.FixedLenFeature([num_label_values], tf.int64))
+  label_shape = [] if num_label_values is None else [num_label_values]
   return {
       "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
       "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
       "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "label_ids": label_spec,
+      "label_ids": tf.io.FixedLenFeature(label_shape, label_dtype),
       "is_real_example": tf.io.FixedLenFeature([], tf.int64),
   }
 

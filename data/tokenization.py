@@ -38,7 +38,8 @@ _CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
 
 
 class VocabError(ValueError):
-  """A vocabulary file is missing, empty, or lacks what BERT needs."""
+  """A vocabulary file is missing, empty, or lacks what BERT needs, or its casing contradicts the
+  checkpoint's."""
 
 
 def convert_to_unicode(text):
@@ -114,7 +115,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     actual_flag, case_name, opposite_flag = "True", "cased", "False"
   else:
     return
-  raise ValueError(
+  raise VocabError(
       f"You passed in `--do_lower_case={actual_flag}` with `--init_checkpoint={init_checkpoint}`. "
       f"However, `{model_name}` seems to be a {case_name} model, so you should pass in "
       f"`--do_lower_case={opposite_flag}` so that the fine-tuning matches how the model was "

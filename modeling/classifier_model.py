@@ -1,0 +1,74 @@
+"""`BertClassifier`: the encoder with the original's classification output layer."""
+
+import keras
+
+from modeling import bert_config as bert_config_lib
+from modeling import encoder as encoder_lib
+from modeling import heads
+
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+# The original's `run_classifier.create_model` applies dropout with keep_prob 0.9 to the pooled
+# output whatever the config's hidden_dropout_prob.
+CLASSIFIER_DROPOUT = 0.1
+
+
+class BertClassifier(keras.Model):
+  """Encoder + dropout + `output_weights [num_outputs, H]` / `output_bias` on the pooled output.
+
+  The output variables keep the original's root-scope names `output_weights` and `output_bias`,
+  so fine-tuned checkpoints load in the original's `run_classifier.py` and back.
+
+  Args:
+    config: a `BertConfig` (or its dict).
+    num_outputs: classes (classification), labels (multi-label) or 1 (regression).
+    **kwargs: passed to `keras.Model`.
+
+  Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
+    other keys (labels, `is_real_example`) are ignored.
+
+  Outputs: float32 logits `[batch_size, num_outputs]`.
+
+  Example:
+    >>> model = BertClassifier(BertConfig.from_json_file("bert_config.json"), num_outputs=2)
+    >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+  """
+
+  def __init__(self, config, num_outputs, **kwargs):
+    if isinstance(config, dict):
+      config = bert_config_lib.BertConfig.from_dict(config)
+
+    # === Layers ===
+    encoder = encoder_lib.BertEncoder(config, name="bert")
+    output_layer = heads.OutputProjection(num_outputs, config.hidden_size,
+                                          config.initializer_range,
+                                          dropout_rate=CLASSIFIER_DROPOUT, name="classifier")
+
+    # === Functional model ===
+    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+              for name in ENCODER_INPUTS}
+    logits = output_layer(encoder(inputs)["pooled_output"])
+    super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+    # === Config ===
+    self.config = config
+    self.num_outputs = num_outputs
+    self.encoder = encoder
+    self.output_layer = output_layer
+
+  def call(self, inputs, training=False):
+    """Runs the model on `inputs`, dropping keys that are not model inputs."""
+    return super().call({name: inputs[name] for name in ENCODER_INPUTS}, training=training)
+
+  def name_to_variable(self):
+    """Returns {original checkpoint name: variable}: `bert/...`, `output_weights`, `output_bias`."""
+    names = self.encoder.name_to_variable()
+    names.update(self.output_layer.name_to_variable(scope=""))
+    return names
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "num_outputs": self.num_outputs, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config):
+    return cls(**config)
