@@ -28,11 +28,11 @@ from data import classifier_processors
 from data import file_patterns
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from modeling import optimization
 from training import classifier_task
 from training import cli
 from training import distribution
 from training import engine
+from training import fine_tuning
 from training import flags as training_flags
 from training import input_pipeline
 
@@ -43,24 +43,10 @@ training_flags.define_speed_flags()
 training_flags.define_checkpoint_flags()
 training_flags.define_optimizer_flags()
 training_flags.define_padding_flags()
+training_flags.define_fine_tuning_flags()
 flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files.")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the pretrained model.")
 flags.DEFINE_string("task_name", None,
                     f"One of {', '.join(classifier_processors.task_names())} (case-insensitive).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the pretrained model.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
-flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example after packing; longer "
-                     "inputs are truncated, shorter ones padded.")
-flags.DEFINE_bool("do_train", False, "Fine-tune on the train set.")
-flags.DEFINE_bool("do_eval", False, "Evaluate on the dev set.")
-flags.DEFINE_bool("do_predict", False, "Write test_results.tsv for the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Examples per optimizer step, over all replicas.")
-flags.DEFINE_integer("eval_batch_size", 8, "Examples per evaluation step.")
-flags.DEFINE_integer("predict_batch_size", 8, "Examples per prediction step.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamWeightDecay.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training set.")
-flags.DEFINE_float("warmup_proportion", 0.1,
-                   "Fraction of the training steps with a linear learning-rate warmup.")
 flags.DEFINE_string("xnli_language", "zh", "Language of the XNLI train and dev files (the "
                     "original hard-coded zh).")
 flags.DEFINE_string("text_a_column", "sentence",
@@ -81,7 +67,6 @@ flags.mark_flags_as_required(
     ["data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"])
 
 TEST_RESULTS_FILENAME = "test_results.tsv"
-LABEL_LIST_FILENAME = "label_list.txt"
 
 
 def make_processor():
@@ -101,24 +86,9 @@ def make_processor():
 
 
 def check_flags(bert_config):
-  if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-    raise cli.UsageError("at least one of --do_train, --do_eval or --do_predict must be true")
-  if FLAGS.max_seq_length > bert_config.max_position_embeddings:
-    raise cli.UsageError(
-        f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
-        f"{bert_config.max_position_embeddings} of {FLAGS.bert_config_file}")
-  if FLAGS.max_seq_length < 3:
-    raise cli.UsageError(f"--max_seq_length={FLAGS.max_seq_length}: needs room for [CLS], a "
-                         "token and [SEP]")
-  for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
-               "num_train_epochs"):
-    if FLAGS[name].value <= 0:
-      raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
-  if not 0 <= FLAGS.warmup_proportion <= 1:
-    raise cli.UsageError(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
+  fine_tuning.check_flags(FLAGS, bert_config)
   if not os.path.isdir(FLAGS.data_dir):
     raise cli.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
-  tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
 
 
 def read_examples(processor, split):
@@ -128,14 +98,6 @@ def read_examples(processor, split):
     raise file_patterns.InputError(f"{FLAGS.data_dir}: the {split} file of task "
                                    f"{processor.name!r} holds no example")
   return examples
-
-
-def write_label_list(label_list):
-  path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILENAME)
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with open(temp_path, "w", encoding="utf-8") as f:
-    f.writelines(f"{label}\n" for label in label_list)
-  os.replace(temp_path, path)
 
 
 def write_test_results(path, values):
@@ -167,7 +129,7 @@ def main(argv):
   if kind != classifier_processors.REGRESSION and len(label_list) < 2:
     raise file_patterns.InputError(f"task {processor.name!r}: needs at least 2 labels, found "
                                    f"{label_list}")
-  write_label_list(label_list)
+  fine_tuning.write_label_list(FLAGS.output_dir, label_list)
 
   # Every record file is written (and every label checked) before training starts.
   def write(split_name, examples, batch_size):
@@ -186,22 +148,16 @@ def main(argv):
     files["predict"] = write("predict", read_examples(processor, "test"),
                              FLAGS.predict_batch_size)
 
-  num_train_steps, num_warmup_steps = 0, 0
-  if FLAGS.do_train:
-    num_train_steps = max(1, int(files["train"][1] / FLAGS.train_batch_size
-                                 * FLAGS.num_train_epochs))
-    num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
+  num_train_steps, num_warmup_steps = fine_tuning.train_steps(
+      FLAGS, files["train"][1] if FLAGS.do_train else 0)
   strategy = distribution.strategy_from_flags(FLAGS)
   dynamic_padding = training_flags.dynamic_padding_from_flags(FLAGS, strategy)
   spec = classifier_features.feature_spec(FLAGS.max_seq_length, kind, len(label_list))
   run_config = training_flags.run_config_from_flags(
       FLAGS, num_train_steps, FLAGS.train_batch_size, FLAGS.eval_batch_size)
   task = classifier_task.ClassifierTask(bert_config, kind, len(label_list))
-  def optimizer_fn():
-    return optimization.create_optimizer(FLAGS.learning_rate, num_train_steps, num_warmup_steps,
-                                         FLAGS.optimizer)
   trainer = engine.Trainer(strategy, task, run_config,
-                           optimizer_fn if FLAGS.do_train else None)
+                           fine_tuning.optimizer_fn(FLAGS, num_train_steps, num_warmup_steps))
 
   if FLAGS.do_train:
     logging.info("Training on %d examples, batch size %d, %d steps (%d warmup), dynamic "
@@ -231,6 +187,7 @@ def main(argv):
     if trainer.is_chief:
       write_test_results(path, values)
       logging.info("wrote %d predictions to %s", len(values), path)
+
 
 if __name__ == "__main__":
   cli.run(main)

@@ -1,6 +1,7 @@
 """Shared test fixtures: locations of the third-party data and the real MiniLM weights."""
 
 import collections
+import json
 import os
 import pathlib
 import subprocess
@@ -76,3 +77,15 @@ def sample_vocab(tmp_path_factory):
   path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
   path.write_text("\n".join(dict.fromkeys(entries)) + "\n", encoding="utf-8")
   return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model(sample_vocab, tmp_path_factory):
+  """A tiny config (2 layers, 32 wide) over the sample vocab: (vocab_file, bert_config_file)."""
+  directory = tmp_path_factory.mktemp("tiny_model")
+  vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
+  config = {"vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64,
+            "type_vocab_size": 2}
+  (directory / "bert_config.json").write_text(json.dumps(config))
+  return str(sample_vocab), str(directory / "bert_config.json")

@@ -1,7 +1,6 @@
 """run_classifier.py end to end: the shipped sample, real MRPC / STS-B slices with the real MiniLM
 weights, padding rows that never count, dynamic padding, and bad input."""
 
-import json
 import re
 import subprocess
 import sys
@@ -25,18 +24,6 @@ def run_classifier(*flags):
 def read_results(output_dir):
   with open(output_dir / "eval_results.txt") as f:
     return {key: float(value) for key, value in (line.strip().split(" = ") for line in f)}
-
-
-@pytest.fixture(scope="module")
-def tiny_model(sample_vocab, tmp_path_factory):
-  """A tiny config over the sample vocab: (vocab_file, bert_config_file)."""
-  directory = tmp_path_factory.mktemp("tiny_classifier_model")
-  vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
-  config = {"vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 2,
-            "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 64,
-            "type_vocab_size": 2}
-  (directory / "bert_config.json").write_text(json.dumps(config))
-  return str(sample_vocab), str(directory / "bert_config.json")
 
 
 def sample_flags(tiny_model, output_dir, *extra):
