@@ -40,6 +40,13 @@ def classifier_feature_spec(max_seq_length, label_dtype=tf.int64, num_label_valu
   }
 
 
+def tagging_feature_spec(max_seq_length):
+  """Features of `run_ner.py`'s records (not in the original, which had no NER runner):
+  `label_ids` `[max_seq_length]`, -1 where no label applies."""
+  return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+          for name in ("input_ids", "input_mask", "segment_ids", "label_ids")}
+
+
 def squad_feature_spec(max_seq_length, is_training):
   """Features of `run_squad.py`'s records; `is_impossible` is written but, as the original, not read."""
   spec = {

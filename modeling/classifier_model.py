@@ -1,4 +1,5 @@
-"""`BertClassifier`: the encoder with the original's classification output layer."""
+"""`BertClassifier`: the encoder with the original's classification output layer, on the pooled
+output (sequence classification) or on every position (token tagging)."""
 
 import keras
 
@@ -14,27 +15,30 @@ CLASSIFIER_DROPOUT = 0.1
 
 
 class BertClassifier(keras.Model):
-  """Encoder + dropout + `output_weights [num_outputs, H]` / `output_bias` on the pooled output.
+  """Encoder + dropout + `output_weights [num_outputs, H]` / `output_bias` on the pooled output
+  (or on every position of the sequence output with `per_token`).
 
   The output variables keep the original's root-scope names `output_weights` and `output_bias`,
   so fine-tuned checkpoints load in the original's `run_classifier.py` and back.
 
   Args:
     config: a `BertConfig` (or its dict).
-    num_outputs: classes (classification), labels (multi-label) or 1 (regression).
+    num_outputs: classes (classification), labels (multi-label), 1 (regression) or tags.
+    per_token: classify every token (NER) instead of the sequence.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
     other keys (labels, `is_real_example`) are ignored.
 
-  Outputs: float32 logits `[batch_size, num_outputs]`.
+  Outputs: float32 logits `[batch_size, num_outputs]`, or `[batch_size, seq_length, num_outputs]`
+    with `per_token`.
 
   Example:
     >>> model = BertClassifier(BertConfig.from_json_file("bert_config.json"), num_outputs=2)
     >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
   """
 
-  def __init__(self, config, num_outputs, **kwargs):
+  def __init__(self, config, num_outputs, per_token=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
@@ -47,12 +51,15 @@ class BertClassifier(keras.Model):
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
               for name in ENCODER_INPUTS}
-    logits = output_layer(encoder(inputs)["pooled_output"])
+    encoder_outputs = encoder(inputs)
+    logits = output_layer(
+        encoder_outputs["sequence_output" if per_token else "pooled_output"])
     super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
     # === Config ===
     self.config = config
     self.num_outputs = num_outputs
+    self.per_token = per_token
     self.encoder = encoder
     self.output_layer = output_layer
 
@@ -67,7 +74,8 @@ class BertClassifier(keras.Model):
     return names
 
   def get_config(self):
-    return {"config": self.config.to_dict(), "num_outputs": self.num_outputs, "name": self.name}
+    return {"config": self.config.to_dict(), "num_outputs": self.num_outputs,
+            "per_token": self.per_token, "name": self.name}
 
   @classmethod
   def from_config(cls, config):

@@ -431,14 +431,15 @@ class Trainer:
         the same shape in every batch apart from the batch dimension.
 
     Returns:
-      `(outputs, features)`: `outputs` the structure of `task.call_model`'s result with numpy
+      `(outputs, features)`: `outputs` the structure of `task.prediction_outputs` with numpy
       arrays concatenated over all examples; `features` dict name -> numpy array.
     """
     self.initialize()
     if self._predict_step is None:
       def replica_step(features):
         outputs = self.task.call_model(self.model, features, training=False)
-        return outputs, {name: features[name] for name in keep_features}
+        return (self.task.prediction_outputs(features, outputs),
+                {name: features[name] for name in keep_features})
       self._predict_step = tf.function(
           lambda features: self.strategy.run(replica_step, args=(features,)),
           reduce_retracing=True)

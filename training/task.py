@@ -39,6 +39,12 @@ class Task(abc.ABC):
     """Returns the model's outputs for `features` (dict name -> `[batch_size, ...]` tensor)."""
     return model(features, training=training)
 
+  def prediction_outputs(self, features, outputs):
+    """What `engine.Trainer.predict` returns per example (default: the model's outputs); every
+    array must have the same shape in each batch apart from the batch dimension."""
+    del features
+    return outputs
+
   @abc.abstractmethod
   def compute_loss(self, features, outputs, training):
     """Returns the loss of one replica's batch and its metrics.
