@@ -28,6 +28,8 @@ from data import classifier_processors
 from data import file_patterns
 from data import tokenization
 from modeling import bert_config as bert_config_lib
+from serving import classifier_server
+from serving import saved_model_export
 from training import classifier_task
 from training import cli
 from training import distribution
@@ -44,6 +46,7 @@ training_flags.define_checkpoint_flags()
 training_flags.define_optimizer_flags()
 training_flags.define_padding_flags()
 training_flags.define_fine_tuning_flags()
+training_flags.define_export_flags()
 flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files.")
 flags.DEFINE_string("task_name", None,
                     f"One of {', '.join(classifier_processors.task_names())} (case-insensitive).")
@@ -187,6 +190,14 @@ def main(argv):
     if trainer.is_chief:
       write_test_results(path, values)
       logging.info("wrote %d predictions to %s", len(values), path)
+  if FLAGS.export_dir:
+    trainer.initialize()
+    server = classifier_server.ClassifierServer(
+        trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case, label_list, kind,
+        FLAGS.max_seq_length, has_pairs=processor.has_pairs)
+    if trainer.is_chief:
+      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
+                                FLAGS.export_version)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,11 @@ class DataProcessor:
     if kind is not None:
       self.kind = kind
 
+  @property
+  def has_pairs(self):
+    """Whether examples have a second text."""
+    return self._layouts["train"].text_b is not None
+
   def get_labels(self):
     """The label list (class index = position); empty for regression."""
     return list(self._labels)
@@ -275,6 +280,11 @@ class GenericProcessor:
     self.label_separator = label_separator
     self.kind = REGRESSION if regression else MULTI_LABEL if multi_label else CLASSIFICATION
     self.metrics = ("pearson", "spearman") if regression else ()
+
+  @property
+  def has_pairs(self):
+    """Whether examples have a second text."""
+    return self.columns["text_b"] is not None
 
   def get_labels(self):
     """The given label list, else the sorted labels of the training file (read once)."""

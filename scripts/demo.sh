@@ -95,3 +95,24 @@ rm -rf "$DEMO_DIR/ner_output"
 grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_results.txt"
 echo "predictions.txt (word, gold tag, predicted tag):"
 sed 's/^/  /' "$DEMO_DIR/ner_output/predictions.txt"
+
+stage "8. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
+rm -rf "$DEMO_DIR/export"
+"$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
+  --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --output_dir="$DEMO_DIR/classifier_output" --max_seq_length=64 \
+  --export_dir="$DEMO_DIR/export" --export_version=1 \
+  --distribution_strategy=one_device --alsologtostderr=false
+ls "$DEMO_DIR/export/1"
+"$PYTHON" - "$DEMO_DIR/export/1" <<'PY'
+import sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+model = tf.saved_model.load(sys.argv[1])
+sentences = ["The bees flew over the river.", "She baked bread with honey.",
+             "The carpenter cut the spruce."]
+outputs = model.signatures["serving_default"](text_a=tf.constant(sentences))
+for sentence, label, probabilities in zip(sentences, outputs["label"].numpy(),
+                                          outputs["probabilities"].numpy()):
+  print(f"  {label.decode():7} ({probabilities.max():.2f})  {sentence}")
+PY

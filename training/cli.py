@@ -10,6 +10,7 @@ from data import tokenization
 from modeling import bert_config
 from modeling import checkpoint_io
 from modeling import hf_conversion
+from serving import saved_model_export
 from training import distribution
 from training import engine
 
@@ -27,6 +28,7 @@ USER_ERRORS = (
     engine.ConfigError,
     engine.NonFiniteLossError,
     file_patterns.InputError,
+    saved_model_export.ExportError,
 )
 
 

@@ -18,8 +18,10 @@ def check_flags(flag_values, bert_config):
       non-positive size or rate, a warmup proportion outside [0, 1].
     tokenization.VocabError: `--do_lower_case` contradicts a released checkpoint's name.
   """
-  if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict):
-    raise cli.UsageError("at least one of --do_train, --do_eval or --do_predict must be true")
+  if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict
+          or flag_values.export_dir):
+    raise cli.UsageError("at least one of --do_train, --do_eval, --do_predict or --export_dir "
+                         "is needed")
   if flag_values.max_seq_length > bert_config.max_position_embeddings:
     raise cli.UsageError(
         f"--max_seq_length={flag_values.max_seq_length} exceeds max_position_embeddings "

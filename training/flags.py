@@ -117,6 +117,17 @@ def define_fine_tuning_flags(example_unit="Examples", flag_values=flags.FLAGS):
                      "Fraction of the training steps with a linear learning-rate warmup.", **fv)
 
 
+def define_export_flags(flag_values=flags.FLAGS):
+  """--export_dir, --export_version (fine-tuning runners)."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_string("export_dir", None,
+                      "Write a SavedModel for TensorFlow Serving to <export_dir>/<version> after "
+                      "training (or from --init_checkpoint / --output_dir's checkpoint alone).",
+                      **fv)
+  flags.DEFINE_integer("export_version", None,
+                       "Version directory of the export; default the Unix time.", **fv)
+
+
 def define_all(flag_values=flags.FLAGS):
   """Defines every group above."""
   define_distribution_flags(flag_values)

@@ -1,0 +1,141 @@
+"""SavedModel export: in-graph packing equals the runner's, and an export loaded in a fresh process
+answers as `run_classifier.py --do_predict` did, through both signatures."""
+
+import json
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from data import graph_packing
+from data import sequence_pairs
+from data import tokenization
+from tests.conftest import REPO_ROOT
+from tests.conftest import SAMPLES_DIR
+
+
+@pytest.mark.parametrize("max_seq_length", [5, 8, 13])
+def test_graph_pair_truncation_equals_the_original_loop(max_seq_length):
+  rng = random.Random(max_seq_length)
+  lengths = [(rng.randint(0, 15), rng.randint(0, 15)) for _ in range(200)]
+  kept_a, kept_b = graph_packing.truncated_pair_lengths(
+      tf.constant([a for a, _ in lengths]), tf.constant([b for _, b in lengths]),
+      max_seq_length - 3)
+  for (a, b), got_a, got_b in zip(lengths, kept_a.numpy(), kept_b.numpy()):
+    tokens_a, tokens_b = list(range(a)), list(range(b))
+    sequence_pairs.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    assert (got_a, got_b) == (len(tokens_a), len(tokens_b)), (a, b)
+
+
+class IdTokenizer:
+  def convert_tokens_to_ids(self, tokens):
+    return [{"[CLS]": 101, "[SEP]": 102}.get(t, t) for t in tokens]
+
+
+def test_graph_pack_equals_the_original_layout():
+  pieces_a = [[5, 6, 7, 8, 9, 10], [11], []]
+  pieces_b = [[20, 21], [22, 23, 24, 25, 26, 27, 28], [29]]
+  packed = graph_packing.pack(tf.ragged.constant(pieces_a), tf.ragged.constant(pieces_b), 8,
+                              101, 102)
+  for row, (a, b) in enumerate(zip(pieces_a, pieces_b)):
+    expected = sequence_pairs.pack(IdTokenizer(), a, b, 8)
+    length = len(expected.tokens)
+    for name in ("input_ids", "input_mask", "segment_ids"):
+      got = packed[name].numpy()[row]
+      assert list(got[:length]) == getattr(expected, name)[:length], name
+      assert not got[length:].any()
+
+
+LOAD_AND_PREDICT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # the in-graph tokenizer's ops
+export_dir, request = sys.argv[1], json.loads(sys.argv[2])
+model = tf.saved_model.load(export_dir)
+text = model.signatures["serving_default"](**{k: tf.constant(v) for k, v in request.items()})
+# The ids signature on the same inputs, tokenized and packed by the export's own graph.
+ids = model.signatures["predict_ids"](**{
+    k: tf.constant(v) for k, v in json.loads(sys.argv[3]).items()}) if len(sys.argv) > 3 else text
+bad = model.signatures["serving_default"](**{k: tf.constant(
+    ["", "word " * 2000, b"\xff\xfe not utf-8", "short"]) for k in request})
+print(json.dumps({"probabilities": text["probabilities"].numpy().tolist(),
+                  "label": [x.decode() for x in text["label"].numpy()],
+                  "ids_probabilities": ids["probabilities"].numpy().tolist(),
+                  "bad_labels": [x.decode() for x in bad["label"].numpy()]}))
+"""
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
+  vocab_file, config_file = tiny_model
+  data_dir = tmp_path / "data"
+  data_dir.mkdir()
+  rows = [line.split("\t") for line in
+          (SAMPLES_DIR / "classification" / "train.tsv").read_text().splitlines()[1:]]
+  for name, part in (("train", rows), ("test", rows[::7])):
+    header = "sentence\tother\tlabel" if pairs else "sentence\tlabel"
+    lines = [f"{s}\t{rows[(i * 5) % len(rows)][0]}\t{l}" if pairs else f"{s}\t{l}"
+             for i, (s, l) in enumerate(part)]
+    (data_dir / f"{name}.tsv").write_text("\n".join([header] + lines) + "\n")
+  export_dir = tmp_path / "export"
+  flags = [f"--data_dir={data_dir}", "--task_name=tsv", f"--vocab_file={vocab_file}",
+           f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
+           "--do_train", "--do_predict", "--num_train_epochs=1", "--max_seq_length=16",
+           "--train_batch_size=8", "--learning_rate=1e-3", f"--export_dir={export_dir}",
+           "--export_version=7", "--distribution_strategy=one_device"]
+  if pairs:
+    flags.append("--text_b_column=other")
+  result = subprocess.run([sys.executable, str(REPO_ROOT / "run_classifier.py"), *flags],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(p.name for p in export_dir.iterdir()) == ["7"]
+  assert (export_dir / "7" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
+
+  test_rows = [line.split("\t") for line in (data_dir / "test.tsv").read_text().splitlines()[1:]]
+  request = {"text_a": [r[0] for r in test_rows]}
+  if pairs:
+    request["text_b"] = [r[1] for r in test_rows]
+  # Token ids made by the Python tokenizer, packed as the runner packs them.
+  tokenizer = tokenization.FullTokenizer(vocab_file)
+  packed = [sequence_pairs.pack(tokenizer, tokenizer.tokenize(r[0]),
+                                tokenizer.tokenize(r[1]) if pairs else None, 16)
+            for r in test_rows]
+  ids_request = {name: [getattr(p, name) for p in packed]
+                 for name in ("input_ids", "input_mask", "segment_ids")}
+  loaded = subprocess.run(
+      [sys.executable, "-c", LOAD_AND_PREDICT, str(export_dir / "7"), json.dumps(request),
+       json.dumps(ids_request)], capture_output=True, text=True, cwd=tmp_path)
+  assert loaded.returncode == 0, loaded.stderr[-3000:]
+  answers = json.loads(loaded.stdout.strip().splitlines()[-1])
+  runner = np.loadtxt(tmp_path / "out" / "test_results.tsv", ndmin=2)
+  np.testing.assert_allclose(answers["probabilities"], runner, atol=1e-5)
+  np.testing.assert_allclose(answers["ids_probabilities"], runner, atol=1e-5)
+  labels = (tmp_path / "out" / "label_list.txt").read_text().split()
+  assert answers["label"] == [labels[i] for i in np.argmax(runner, axis=1)]
+  assert len(answers["bad_labels"]) == 4 and set(answers["bad_labels"]) <= set(labels)
+
+  listing = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "saved_model_cli"), "show",
+                            "--all", "--dir", str(export_dir / "7")],
+                           capture_output=True, text=True)
+  if listing.returncode:
+    listing = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli",
+                              "show", "--all", "--dir", str(export_dir / "7")],
+                             capture_output=True, text=True)
+  assert listing.returncode == 0, listing.stderr[-2000:]
+  signatures = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)Method name", listing.stdout,
+                               re.S))
+  for name in ("input_ids", "input_mask", "segment_ids"):
+    assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_INT32\s+shape: \(-1, -1\)",
+                     signatures["predict_ids"])
+  for name in ["text_a"] + (["text_b"] if pairs else []):
+    assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)",
+                     signatures["serving_default"])
+  for signature in ("serving_default", "predict_ids"):
+    assert re.search(r"outputs\['probabilities'\] tensor_info:\s+dtype: DT_FLOAT\s+"
+                     rf"shape: \(-1, {len(labels)}\)", signatures[signature])
+    assert re.search(r"outputs\['label'\] tensor_info:\s+dtype: DT_STRING", signatures[signature])
