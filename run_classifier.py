@@ -194,7 +194,8 @@ def main(argv):
     trainer.initialize()
     server = classifier_server.ClassifierServer(
         trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case, label_list, kind,
-        FLAGS.max_seq_length, has_pairs=processor.has_pairs)
+        FLAGS.max_seq_length, has_pairs=processor.has_pairs,
+        with_text=not FLAGS.export_ids_only)
     if trainer.is_chief:
       saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
                                 FLAGS.export_version)

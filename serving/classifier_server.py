@@ -33,6 +33,8 @@ class ClassifierServer(tf.Module):
     kind: CLASSIFICATION, REGRESSION or MULTI_LABEL.
     max_seq_length: inputs are cut to this many pieces.
     has_pairs: `serving_default` takes `text_b` too.
+    with_text: include the tokenizer and `serving_default`; False exports `predict_ids` alone,
+      a SavedModel without tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
 
   Example:
     >>> server = ClassifierServer(model, "vocab.txt", True, ["0", "1"], CLASSIFICATION, 128, True)
@@ -40,10 +42,12 @@ class ClassifierServer(tf.Module):
   """
 
   def __init__(self, model, vocab_file, do_lower_case, label_list, kind, max_seq_length,
-               has_pairs):
+               has_pairs, with_text=True):
     super().__init__(name="classifier_server")
     self.model = model
-    self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
+    self.with_text = with_text
+    if with_text:
+      self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
     self.label_names = tf.constant(list(label_list) or [""], tf.string)
@@ -79,12 +83,16 @@ class ClassifierServer(tf.Module):
     return self._outputs(**inputs)
 
   def signatures(self):
-    """{"serving_default": raw text, "predict_ids": token ids} concrete functions."""
+    """{"serving_default": raw text, "predict_ids": token ids} concrete functions (only
+    "predict_ids" without `with_text`)."""
+    signatures = {"predict_ids": self.predict_ids.get_concrete_function()}
+    if not self.with_text:
+      return signatures
     if self.has_pairs:
       serve = tf.function(lambda text_a, text_b: self._serve_text(text_a, text_b),
                           input_signature=[TEXT_SPEC, TEXT_SPEC])
     else:
       serve = tf.function(lambda text_a: self._serve_text(text_a), input_signature=[TEXT_SPEC])
     self.serve_text = serve
-    return {"serving_default": serve.get_concrete_function(),
-            "predict_ids": self.predict_ids.get_concrete_function()}
+    signatures["serving_default"] = serve.get_concrete_function()
+    return signatures

@@ -139,3 +139,29 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
     assert re.search(r"outputs\['probabilities'\] tensor_info:\s+dtype: DT_FLOAT\s+"
                      rf"shape: \(-1, {len(labels)}\)", signatures[signature])
     assert re.search(r"outputs\['label'\] tensor_info:\s+dtype: DT_STRING", signatures[signature])
+
+
+def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
+  vocab_file, config_file = tiny_model
+  result = subprocess.run(
+      [sys.executable, str(REPO_ROOT / "run_classifier.py"), "--task_name=tsv",
+       f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
+       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
+       "--max_seq_length=16", f"--export_dir={tmp_path / 'export'}", "--export_version=3",
+       "--export_ids_only", "--distribution_strategy=one_device"],
+      capture_output=True, text=True, cwd=REPO_ROOT)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert b"Wordpiece" not in (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()
+  # A fresh process that never imports tensorflow_text loads it and answers.
+  code = ("import sys, tensorflow as tf\n"
+          "m = tf.saved_model.load(sys.argv[1])\n"
+          "assert list(m.signatures) == ['predict_ids'], list(m.signatures)\n"
+          "ids = tf.constant([[2, 7, 3, 0]])\n"
+          "out = m.signatures['predict_ids'](input_ids=ids, input_mask=tf.cast(ids > 0, tf.int32),"
+          " segment_ids=tf.zeros_like(ids))\n"
+          "print(out['label'].numpy()[0].decode(), out['probabilities'].numpy().sum())\n")
+  loaded = subprocess.run([sys.executable, "-c", code, str(tmp_path / "export" / "3")],
+                          capture_output=True, text=True)
+  assert loaded.returncode == 0, loaded.stderr[-3000:]
+  label, total = loaded.stdout.split()
+  assert label in ("craft", "food", "nature") and float(total) == pytest.approx(1.0, abs=1e-5)

@@ -126,6 +126,9 @@ def define_export_flags(flag_values=flags.FLAGS):
                       **fv)
   flags.DEFINE_integer("export_version", None,
                        "Version directory of the export; default the Unix time.", **fv)
+  flags.DEFINE_bool("export_ids_only", False,
+                    "Export the predict_ids signature alone, without the in-graph tokenizer: a "
+                    "stock TensorFlow Serving binary lacks the tensorflow-text ops.", **fv)
 
 
 def define_all(flag_values=flags.FLAGS):
