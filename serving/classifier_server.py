@@ -6,6 +6,7 @@ from data import classifier_processors
 from data import graph_packing
 from data import graph_tokenization
 from data import tokenization
+from modeling import optimization
 
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -45,6 +46,10 @@ class ClassifierServer(tf.Module):
                has_pairs, with_text=True):
     super().__init__(name="classifier_server")
     self.model = model
+    # The underlying tf.Variables, listed so that the TF1-style loader of TensorFlow Serving and
+    # saved_model_cli restores them (a Keras 3 model alone is restored only by
+    # tf.saved_model.load; keras-team/keras#20095).
+    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
     self.with_text = with_text
     if with_text:
       self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)

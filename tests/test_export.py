@@ -165,3 +165,12 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
   assert loaded.returncode == 0, loaded.stderr[-3000:]
   label, total = loaded.stdout.split()
   assert label in ("craft", "food", "nature") and float(total) == pytest.approx(1.0, abs=1e-5)
+  # saved_model_cli run loads it the TF1 way, as TensorFlow Serving's C++ loader does; that path
+  # restores only variables the SavedModel tracks explicitly.
+  cli = subprocess.run(
+      [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
+       str(tmp_path / "export" / "3"), "--tag_set", "serve", "--signature_def", "predict_ids",
+       "--input_exprs", "input_ids=[[2,7,3,0]];input_mask=[[1,1,1,0]];segment_ids=[[0,0,0,0]]"],
+      capture_output=True, text=True)
+  assert cli.returncode == 0, cli.stderr[-3000:]
+  assert re.search(rf"Result for output key label:\s+\[b'{label}'\]", cli.stdout), cli.stdout
