@@ -27,6 +27,7 @@ from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
+from modeling import sentence_pooling
 from training import cli
 
 FLAGS = flags.FLAGS
@@ -41,6 +42,12 @@ flags.DEFINE_string("init_checkpoint", None, "Checkpoint of the encoder (origina
 flags.DEFINE_string("vocab_file", None, "vocab.txt of the model.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Inputs per forward pass.")
+flags.DEFINE_enum("pooling", "none", ("none",) + sentence_pooling.POOLING_METHODS,
+                  "none: the original per-token output. cls / mean / pooled: one vector per "
+                  "line instead (the [CLS] vector, the mean over real tokens, or the pooler "
+                  "output) of the --layers concatenated; an --output_file ending in .npy gets a "
+                  "[num_lines, dim] float32 array, otherwise JSON lines "
+                  '{"linex_index": ..., "embedding": [...]}.')
 flags.DEFINE_bool("use_tpu", False, "Original flag; TPU inference is not supported here.")
 flags.DEFINE_string("master", None, "Original TPU flag; unused.")
 flags.DEFINE_integer("num_tpu_cores", 8, "Original TPU flag; unused.")
@@ -131,13 +138,18 @@ def main(argv):
   logging.info("loaded %d variables from %s", len(report["loaded"]), FLAGS.init_checkpoint)
 
   @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 3)
-  def selected_layers(input_ids, input_mask, segment_ids):
+  def encode(input_ids, input_mask, segment_ids):
     outputs = encoder({"input_ids": input_ids, "input_mask": input_mask,
                        "segment_ids": segment_ids}, training=False)
+    if FLAGS.pooling != "none":
+      return [sentence_pooling.pool(outputs, input_mask, FLAGS.pooling, layer_indices)]
     return [outputs["encoder_outputs"][index] for index in layer_indices]
 
-  temp_path = f"{FLAGS.output_file}.tmp-{os.getpid()}"
+  as_npy = FLAGS.pooling != "none" and FLAGS.output_file.endswith(".npy")
+  # np.save appends ".npy" to names without it, so the temporary name keeps the suffix.
+  temp_path = f"{FLAGS.output_file}.tmp-{os.getpid()}" + (".npy" if as_npy else "")
   bar = progress.Progress(total=total, unit="lines")
+  embeddings = []
   try:
     with open(temp_path, "w", encoding="utf-8") as writer:
       for batch in batches(read_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length,
@@ -147,11 +159,19 @@ def main(argv):
         length = max(len(packed.tokens) for _, packed in batch)
         arrays = [np.array([getattr(packed, name)[:length] for _, packed in batch], np.int32)
                   for name in ("input_ids", "input_mask", "segment_ids")]
-        layer_outputs = [output.numpy() for output in selected_layers(*arrays)]
+        outputs = [output.numpy() for output in encode(*arrays)]
+        if as_npy:
+          embeddings.append(outputs[0])
         for row, (line_index, packed) in enumerate(batch):
-          writer.write(to_json_line(line_index, packed.tokens,
-                                    [output[row] for output in layer_outputs], layer_indices))
+          if FLAGS.pooling == "none":
+            writer.write(to_json_line(line_index, packed.tokens,
+                                      [output[row] for output in outputs], layer_indices))
+          elif not as_npy:
+            writer.write(json.dumps({"linex_index": line_index, "embedding": [
+                round(float(x), 6) for x in outputs[0][row]]}) + "\n")
         bar.update(len(batch))
+    if as_npy:
+      np.save(temp_path, np.concatenate(embeddings).astype(np.float32))
     os.replace(temp_path, FLAGS.output_file)
   finally:
     if os.path.exists(temp_path):

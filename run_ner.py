@@ -27,6 +27,8 @@ from data import ner_metrics
 from data import schemas
 from data import tokenization
 from modeling import bert_config as bert_config_lib
+from serving import saved_model_export
+from serving import tagger_server
 from training import cli
 from training import distribution
 from training import engine
@@ -43,6 +45,7 @@ training_flags.define_checkpoint_flags()
 training_flags.define_optimizer_flags()
 training_flags.define_padding_flags()
 training_flags.define_fine_tuning_flags(example_unit="Windows")
+training_flags.define_export_flags()
 flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt.")
 flags.DEFINE_string("train_file", None, "Training file (default: <data_dir>/train.txt).")
 flags.DEFINE_string("dev_file", None, "Evaluation file (default: <data_dir>/dev.txt).")
@@ -162,6 +165,14 @@ def main(argv):
                                 results)
       logging.info("Predict file scores: precision %.4f, recall %.4f, f1 %.4f",
                    results["precision"], results["recall"], results["f1"])
+  if FLAGS.export_dir:
+    trainer.initialize()
+    server = tagger_server.TaggerServer(trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                        label_list, FLAGS.max_seq_length,
+                                        with_text=not FLAGS.export_ids_only)
+    if trainer.is_chief:
+      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
+                                FLAGS.export_version)
 
 
 if __name__ == "__main__":

@@ -174,3 +174,43 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
       capture_output=True, text=True)
   assert cli.returncode == 0, cli.stderr[-3000:]
   assert re.search(rf"Result for output key label:\s+\[b'{label}'\]", cli.stdout), cli.stdout
+
+
+TAG_SENTENCES = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # the in-graph tokenizer's ops
+model = tf.saved_model.load(sys.argv[1])
+sentences = json.loads(sys.argv[2]) + ["", "word " * 500, "\xe9t\xe9 \u00bd"]
+out = model.signatures["serving_default"](sentences=tf.constant(sentences))
+ids = model.signatures["predict_ids"](input_ids=tf.constant([[2, 7, 3]]),
+                                      input_mask=tf.constant([[1, 1, 1]]),
+                                      segment_ids=tf.constant([[0, 0, 0]]))
+print(json.dumps({"tags": [[t.decode() for t in row if t] for row in out["tags"].numpy()],
+                  "id_tags": ids["tags"].numpy().shape[1]}))
+"""
+
+
+def test_ner_export_tags_as_the_runner(tiny_model, tmp_path):
+  vocab_file, config_file = tiny_model
+  export_dir = tmp_path / "export"
+  result = subprocess.run(
+      [sys.executable, str(REPO_ROOT / "run_ner.py"), f"--data_dir={SAMPLES_DIR / 'ner'}",
+       f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+       f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", "--max_seq_length=48",
+       "--train_batch_size=8", "--num_train_epochs=3", "--learning_rate=1e-3",
+       f"--export_dir={export_dir}", "--export_version=2", "--distribution_strategy=one_device"],
+      capture_output=True, text=True, cwd=REPO_ROOT)
+  assert result.returncode == 0, result.stderr[-3000:]
+  blocks = (tmp_path / "out" / "predictions.txt").read_text().strip().split("\n\n")
+  rows = [[line.split() for line in block.splitlines()] for block in blocks]
+  sentences = [" ".join(r[0] for r in sentence) for sentence in rows]
+  loaded = subprocess.run([sys.executable, "-c", TAG_SENTENCES, str(export_dir / "2"),
+                           json.dumps(sentences)], capture_output=True, text=True, cwd=tmp_path)
+  assert loaded.returncode == 0, loaded.stderr[-3000:]
+  answers = json.loads(loaded.stdout.strip().splitlines()[-1])
+  # Every sentence fits one window, so the export's tags are the runner's, word for word.
+  assert answers["tags"][:len(rows)] == [[r[-1] for r in sentence] for sentence in rows]
+  empty, long, accented = answers["tags"][len(rows):]
+  assert empty == [] and len(long) == 500 and len(accented) == 2
+  assert answers["id_tags"] == 3
