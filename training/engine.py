@@ -419,7 +419,7 @@ class Trainer:
       write_eval_results(os.path.join(self.config.output_dir, EVAL_RESULTS_FILENAME), results)
     return results
 
-  def predict(self, dataset, keep_features=()):
+  def predict(self, dataset, keep_features=(), num_examples=None):
     """Runs the model over `dataset` and returns its outputs in the dataset's order.
 
     Every worker runs the whole dataset (no auto-sharding), its global batches split across the
@@ -429,6 +429,7 @@ class Trainer:
       dataset: `tf.data.Dataset` of global batches (dicts name -> `[batch_size, ...]`), finite.
       keep_features: names of features returned beside the outputs (e.g. labels), which must have
         the same shape in every batch apart from the batch dimension.
+      num_examples: the dataset's size if known, for the progress report's ETA.
 
     Returns:
       `(outputs, features)`: `outputs` the structure of `task.prediction_outputs` with numpy
@@ -446,10 +447,13 @@ class Trainer:
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     batches = []
+    bar = progress.Progress(total=num_examples, unit="examples predicted")
     for features in self.strategy.experimental_distribute_dataset(dataset.with_options(options)):
       per_replica = self._predict_step(features)
-      batches.extend(tf.nest.map_structure(lambda value: value.numpy(), local)
-                     for local in _local_results(self.strategy, per_replica))
+      for local in _local_results(self.strategy, per_replica):
+        batches.append(tf.nest.map_structure(lambda value: value.numpy(), local))
+        bar.update(len(tf.nest.flatten(batches[-1])[0]))
+    bar.close()
     if not batches:
       raise ConfigError("the prediction input holds no example")
     return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays, axis=0), *batches)

@@ -18,10 +18,11 @@ def check_flags(flag_values, bert_config):
       non-positive size or rate, a warmup proportion outside [0, 1].
     tokenization.VocabError: `--do_lower_case` contradicts a released checkpoint's name.
   """
-  if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict
-          or flag_values.export_dir):
-    raise cli.UsageError("at least one of --do_train, --do_eval, --do_predict or --export_dir "
-                         "is needed")
+  actions = [name for name in ("do_train", "do_eval", "do_predict", "export_dir")
+             if name in flag_values]
+  if not any(flag_values[name].value for name in actions):
+    raise cli.UsageError(f"at least one of {', '.join('--' + name for name in actions)} is "
+                         "needed")
   if flag_values.max_seq_length > bert_config.max_position_embeddings:
     raise cli.UsageError(
         f"--max_seq_length={flag_values.max_seq_length} exceeds max_position_embeddings "
@@ -31,7 +32,7 @@ def check_flags(flag_values, bert_config):
                          "a word piece and [SEP]")
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
                "num_train_epochs"):
-    if flag_values[name].value <= 0:
+    if name in flag_values and flag_values[name].value <= 0:
       raise cli.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
   if not 0 <= flag_values.warmup_proportion <= 1:
     raise cli.UsageError(

@@ -94,22 +94,26 @@ def dynamic_padding_from_flags(flag_values, strategy):
   return flag_values.dynamic_padding
 
 
-def define_fine_tuning_flags(example_unit="Examples", flag_values=flags.FLAGS):
+def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_eval=True,
+                             flag_values=flags.FLAGS):
   """The original fine-tuning runners' flags: model files, sequence length, what to do, batch
-  sizes and the learning-rate schedule (`example_unit` names what a batch holds)."""
+  sizes and the learning-rate schedule (`example_unit` names what a batch holds; `with_eval`
+  False leaves out --do_eval and --eval_batch_size, which run_squad.py never had)."""
   fv = {"flag_values": flag_values}
   flags.DEFINE_string("bert_config_file", None, "bert_config.json of the pretrained model.", **fv)
   flags.DEFINE_string("vocab_file", None, "vocab.txt of the pretrained model.", **fv)
   flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).",
                     **fv)
-  flags.DEFINE_integer("max_seq_length", 128, "Word pieces per input after packing, [CLS] and "
+  flags.DEFINE_integer("max_seq_length", max_seq_length, "Word pieces per input after packing, [CLS] and "
                        "[SEP] included.", **fv)
   flags.DEFINE_bool("do_train", False, "Fine-tune on the training set.", **fv)
-  flags.DEFINE_bool("do_eval", False, "Evaluate on the dev set.", **fv)
+  if with_eval:
+    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev set.", **fv)
   flags.DEFINE_bool("do_predict", False, "Predict the test set.", **fv)
   flags.DEFINE_integer("train_batch_size", 32,
                        f"{example_unit} per optimizer step, over all replicas.", **fv)
-  flags.DEFINE_integer("eval_batch_size", 8, f"{example_unit} per evaluation step.", **fv)
+  if with_eval:
+    flags.DEFINE_integer("eval_batch_size", 8, f"{example_unit} per evaluation step.", **fv)
   flags.DEFINE_integer("predict_batch_size", 8, f"{example_unit} per prediction step.", **fv)
   flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.", **fv)
   flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training set.", **fv)
