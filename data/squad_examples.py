@@ -1,0 +1,186 @@
+"""SQuAD v1.1 / v2.0 files (the official nested JSON) -> `SquadExample`s, as the original's
+`read_squad_examples`: contexts split on whitespace (space, tab, CR, LF, U+202F) with a map from
+characters to words; a training answer becomes a word span.
+
+Differences from the original (see README): a training question with several answers (the dev
+files' annotator answers) trains on the first one instead of stopping the run; an answer whose
+`answer_start` does not point at its text in the context is an error naming the question (the
+original silently read a wrong span); a file without `version` or `data` is an error.
+"""
+
+import dataclasses
+import json
+
+from absl import logging
+
+from data import file_patterns
+from data import tokenization
+
+_EXTRA_WHITESPACE = "\u202f"
+
+
+@dataclasses.dataclass
+class SquadExample:
+  """One question about one context.
+
+  Attributes:
+    qas_id: the question's `id`.
+    question_text: the question.
+    doc_tokens: the context split on whitespace.
+    orig_answer_text: the training answer's text ("" for an unanswerable question; None when not
+      training).
+    start_position: index in `doc_tokens` of the answer's first word (-1 if unanswerable; None
+      when not training).
+    end_position: index of its last word (inclusive).
+    is_impossible: SQuAD v2.0's unanswerable question.
+  """
+  qas_id: str
+  question_text: str
+  doc_tokens: list
+  orig_answer_text: str = None
+  start_position: int = None
+  end_position: int = None
+  is_impossible: bool = False
+
+
+def _is_whitespace(char):
+  return char in " \t\r\n" or char == _EXTRA_WHITESPACE
+
+
+def split_context(context):
+  """Splits a context on whitespace as the original.
+
+  Args:
+    context: the paragraph's text.
+
+  Returns:
+    `(doc_tokens, char_to_word_offset)`: the words, and for every character of `context` the index
+    of the word it belongs to (whitespace maps to the word before it, -1 before the first word).
+  """
+  doc_tokens = []
+  char_to_word_offset = []
+  previous_is_whitespace = True
+  for char in context:
+    if _is_whitespace(char):
+      previous_is_whitespace = True
+    else:
+      if previous_is_whitespace:
+        doc_tokens.append(char)
+      else:
+        doc_tokens[-1] += char
+      previous_is_whitespace = False
+    char_to_word_offset.append(len(doc_tokens) - 1)
+  return doc_tokens, char_to_word_offset
+
+
+def load_dataset(path):
+  """Reads a SQuAD file and checks its top level.
+
+  Args:
+    path: a JSON file with `version` and `data` (the list of articles).
+
+  Returns:
+    `(version, articles)`.
+
+  Raises:
+    file_patterns.InputError: unreadable or malformed JSON, or a missing `version` / `data`.
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      dataset = json.load(f)
+  except OSError as e:
+    raise file_patterns.InputError(f"{path}: cannot read: {e.strerror}") from e
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise file_patterns.InputError(f"{path}: not valid JSON: {e}") from e
+  if not isinstance(dataset, dict):
+    raise file_patterns.InputError(f"{path}: expected a JSON object with 'version' and 'data'")
+  for key in ("version", "data"):
+    if key not in dataset:
+      raise file_patterns.InputError(f"{path}: no {key!r} key; a SQuAD file is "
+                                     "{\"version\": ..., \"data\": [articles]}")
+  if not isinstance(dataset["data"], list):
+    raise file_patterns.InputError(f"{path}: 'data' must be a list of articles")
+  return str(dataset["version"]), dataset["data"]
+
+
+def _field(record, key, where):
+  if key not in record:
+    raise file_patterns.InputError(f"{where}: no {key!r}")
+  return record[key]
+
+
+def _answer_span(path, qa, answer, context, doc_tokens, char_to_word_offset):
+  """The word span of a training answer, or None when its text is not in those words."""
+  where = f"{path}: question {qa['id']!r}"
+  text = _field(answer, "text", where)
+  start = _field(answer, "answer_start", where)
+  if not (isinstance(start, int) and 0 <= start and start + len(text) <= len(context)
+          and text and context[start:start + len(text)] == text):
+    raise file_patterns.InputError(
+        f"{where}: answer {text!r} is not at answer_start {start} of its context (the context "
+        f"there reads {context[start:start + len(text)]!r})")
+  start_position = char_to_word_offset[start]
+  end_position = char_to_word_offset[start + len(text) - 1]
+  actual_text = " ".join(doc_tokens[start_position:end_position + 1])
+  cleaned_answer_text = " ".join(tokenization.whitespace_tokenize(text))
+  if actual_text.find(cleaned_answer_text) == -1:
+    return None
+  return text, start_position, end_position
+
+
+def read_examples(path, is_training, version_2_with_negative):
+  """Reads the questions of a SQuAD file.
+
+  Args:
+    path: the JSON file.
+    is_training: read answer spans (and skip questions whose answer cannot be recovered from the
+      whitespace-split words, logging how many, as the original).
+    version_2_with_negative: honour `is_impossible` (SQuAD v2.0).
+
+  Returns:
+    `(examples, articles)`: the list of `SquadExample` in file order, and the file's `data` (for
+    the evaluation).
+
+  Raises:
+    file_patterns.InputError: malformed file; a training question without an answer when it is
+      not marked impossible (or impossible without --version_2_with_negative); an answer whose
+      offset does not match its context; a question id seen twice.
+  """
+  _, articles = load_dataset(path)
+  examples = []
+  seen_ids = set()
+  num_skipped = 0
+  for article in articles:
+    for paragraph in _field(article, "paragraphs", f"{path}: an article"):
+      context = _field(paragraph, "context", f"{path}: a paragraph")
+      doc_tokens, char_to_word_offset = split_context(context)
+      for qa in _field(paragraph, "qas", f"{path}: a paragraph"):
+        qas_id = str(_field(qa, "id", f"{path}: a question"))
+        if qas_id in seen_ids:
+          raise file_patterns.InputError(f"{path}: question id {qas_id!r} appears twice")
+        seen_ids.add(qas_id)
+        question = _field(qa, "question", f"{path}: question {qas_id!r}")
+        example = SquadExample(qas_id, question, doc_tokens)
+        if is_training:
+          example.is_impossible = bool(qa.get("is_impossible", False))
+          if example.is_impossible and not version_2_with_negative:
+            raise file_patterns.InputError(
+                f"{path}: question {qas_id!r} is unanswerable (is_impossible); train on it with "
+                "--version_2_with_negative")
+          if example.is_impossible:
+            example.orig_answer_text, example.start_position, example.end_position = "", -1, -1
+          else:
+            answers = qa.get("answers") or []
+            if not answers:
+              raise file_patterns.InputError(
+                  f"{path}: question {qas_id!r} has no answer and is not marked is_impossible")
+            span = _answer_span(path, qa, answers[0], context, doc_tokens, char_to_word_offset)
+            if span is None:
+              num_skipped += 1
+              continue
+            example.orig_answer_text, example.start_position, example.end_position = span
+        examples.append(example)
+  if num_skipped:
+    logging.warning("%s: skipped %d training question(s) whose answer text is not found in the "
+                    "whitespace-split words around its offset", path, num_skipped)
+  return examples, articles
