@@ -1,0 +1,176 @@
+"""run_squad.py end to end: the shipped v2.0 sample with a tiny model, a real SQuAD slice with the
+real MiniLM weights (the path of the README's example, on a tiny slice), and bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.conftest import SAMPLES_DIR
+
+SAMPLE_TRAIN = SAMPLES_DIR / "squad" / "train.json"
+SAMPLE_DEV = SAMPLES_DIR / "squad" / "dev.json"
+
+
+def run_squad(*flags):
+  return subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
+                         "--distribution_strategy=one_device", *flags],
+                        capture_output=True, text=True, cwd=REPO_ROOT)
+
+
+def question_ids(path):
+  dataset = json.loads(path.read_text(encoding="utf-8"))
+  return [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
+          for qa in paragraph["qas"]]
+
+
+def test_v2_sample_run_writes_predictions_and_official_scores(tiny_model, tmp_path):
+  vocab_file, config_file = tiny_model
+  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+                     f"--output_dir={tmp_path}", "--do_train", f"--train_file={SAMPLE_TRAIN}",
+                     "--do_predict", f"--predict_file={SAMPLE_DEV}", "--version_2_with_negative",
+                     "--max_seq_length=48", "--doc_stride=16", "--max_query_length=16",
+                     "--train_batch_size=8", "--num_train_epochs=1", "--learning_rate=1e-3",
+                     "--predict_batch_size=5", "--n_best_size=4")
+  assert result.returncode == 0, result.stderr[-3000:]
+  ids = question_ids(SAMPLE_DEV)
+  predictions = json.loads((tmp_path / "predictions.json").read_text())
+  nbest = json.loads((tmp_path / "nbest_predictions.json").read_text())
+  null_odds = json.loads((tmp_path / "null_odds.json").read_text())
+  assert sorted(predictions) == sorted(nbest) == sorted(null_odds) == sorted(ids)
+  for qas_id in ids:
+    entries = nbest[qas_id]
+    assert 1 <= len(entries) <= 5  # n_best_size, plus the null answer appended for v2.0
+    assert sum(entry["probability"] for entry in entries) == pytest.approx(1.0, abs=1e-6)
+    assert "" in [entry["text"] for entry in entries]
+    # The prediction is "" exactly when the null score beats the best span by more than 0.
+    assert (predictions[qas_id] == "") == (null_odds[qas_id] > 0.0)
+  results = json.loads((tmp_path / "eval_results.json").read_text())
+  assert results["total"] == len(ids)
+  assert results["HasAns_total"] + results["NoAns_total"] == len(ids)
+  assert {"exact", "f1", "best_f1", "best_f1_thresh", "HasAns_f1", "NoAns_f1"} <= set(results)
+  assert 0.0 <= results["exact"] <= results["f1"] <= 100.0
+  assert "global_step" in (tmp_path / "eval_results.txt").read_text()
+  records = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tf_record")
+  assert records == ["eval.tf_record", "train.tf_record"]
+
+
+def test_v1_prediction_from_the_trained_checkpoint_alone(tiny_model, tmp_path):
+  vocab_file, config_file = tiny_model
+  common = [f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+            f"--output_dir={tmp_path}", "--max_seq_length=48", "--doc_stride=16",
+            "--max_query_length=16"]
+  # v1.1 training refuses the sample's unanswerable questions...
+  result = run_squad(*common, "--do_train", f"--train_file={SAMPLE_TRAIN}")
+  assert result.returncode != 0
+  assert "is unanswerable (is_impossible); train on it with --version_2_with_negative" in (
+      result.stderr.strip().splitlines()[-1])
+  # ... so train on the answerable ones, then predict in a second run from output_dir.
+  dataset = json.loads(SAMPLE_TRAIN.read_text(encoding="utf-8"))
+  for article in dataset["data"]:
+    for paragraph in article["paragraphs"]:
+      paragraph["qas"] = [qa for qa in paragraph["qas"] if not qa["is_impossible"]]
+  dataset["version"] = "1.1"
+  answerable = tmp_path / "answerable.json"
+  answerable.write_text(json.dumps(dataset), encoding="utf-8")
+  result = run_squad(*common, "--do_train", f"--train_file={answerable}",
+                     "--train_batch_size=8", "--num_train_epochs=1")
+  assert result.returncode == 0, result.stderr[-3000:]
+  result = run_squad(*common, "--do_predict", f"--predict_file={answerable}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  predictions = json.loads((tmp_path / "predictions.json").read_text())
+  assert sorted(predictions) == sorted(question_ids(answerable))
+  assert all(predictions.values())  # v1.1 always answers
+  assert not (tmp_path / "null_odds.json").exists()
+  results = json.loads((tmp_path / "eval_results.json").read_text())
+  assert set(results) == {"exact_match", "f1", "total", "missing"}
+  assert results["total"] == len(predictions) and results["missing"] == 0
+
+
+def test_minilm_on_a_real_squad_slice(minilm_bert_dir, shared_data, tmp_path):
+  source = shared_data / "squad/squad-v2.0-16-articles.json"
+  if not source.is_file():
+    pytest.skip(f"{source} is absent")
+  dataset = json.loads(source.read_text(encoding="utf-8"))
+  paragraphs = dataset["data"][0]["paragraphs"]
+  train = {"version": "v2.0", "data": [{"title": "train", "paragraphs": paragraphs[:2]}]}
+  dev = {"version": "v2.0", "data": [{"title": "dev", "paragraphs": paragraphs[2:3]}]}
+  (tmp_path / "train.json").write_text(json.dumps(train), encoding="utf-8")
+  (tmp_path / "dev.json").write_text(json.dumps(dev), encoding="utf-8")
+  result = run_squad(f"--vocab_file={minilm_bert_dir / 'vocab.txt'}",
+                     f"--bert_config_file={minilm_bert_dir / 'bert_config.json'}",
+                     f"--init_checkpoint={minilm_bert_dir / 'bert_model.ckpt'}",
+                     f"--output_dir={tmp_path / 'out'}", "--do_train",
+                     f"--train_file={tmp_path / 'train.json'}", "--do_predict",
+                     f"--predict_file={tmp_path / 'dev.json'}", "--version_2_with_negative",
+                     "--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8",
+                     "--num_train_epochs=1", "--learning_rate=5e-5")
+  assert result.returncode == 0, result.stderr[-3000:]
+  # The encoder comes from the checkpoint; only the span layer is new.
+  assert "trained from scratch): ['cls/squad/output_bias', 'cls/squad/output_weights']" in (
+      result.stderr)
+  predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
+  assert sorted(predictions) == sorted(question_ids(tmp_path / "dev.json"))
+  results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+  assert results["total"] == len(predictions)
+  # Every non-empty prediction is a span of its context (text recovered from the context).
+  context = paragraphs[2]["context"]
+  assert all(text in context for text in predictions.values())
+
+
+@pytest.mark.parametrize("case, flags, message", [
+    ("nothing_to_do", [], "at least one of --do_train or --do_predict is needed"),
+    ("no_train_file", ["--do_train"], "--do_train needs --train_file"),
+    ("query_too_long", ["--do_predict", f"--predict_file={SAMPLE_DEV}", "--max_seq_length=40",
+                        "--max_query_length=37"],
+     "--max_seq_length=40 leaves no room for the context: it must be more than "
+     "--max_query_length + 3 = 40"),
+])
+def test_bad_flags_fail_before_any_work(tiny_model, tmp_path, case, flags, message):
+  vocab_file, config_file = tiny_model
+  output_dir = tmp_path / case
+  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+                     f"--output_dir={output_dir}", "--max_seq_length=48", *flags)
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line == f"run_squad.py: error: {message}"
+  assert not output_dir.exists()
+
+
+BAD_FILES = [
+    ("malformed", '{"version": "v2.0", "data": [{"title": ', "not valid JSON"),
+    ("no_version", '{"data": []}', "no 'version' key"),
+    ("no_data", '{"version": "v2.0"}', "no 'data' key"),
+    ("moved_offset", json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": "Bees make honey.", "qas": [{"id": "q1", "question": "What?",
+                                               "answers": [{"text": "honey",
+                                                            "answer_start": 4}]}]}]}]}),
+     "question 'q1': answer 'honey' is not at answer_start 4"),
+]
+
+
+# Answer offsets matter only for training (the scorer reads answer texts), so a moved offset is a
+# training-file error only.
+@pytest.mark.parametrize("case, content, message, role", [
+    (*bad, role) for bad in BAD_FILES for role in ("train", "predict")
+    if not (bad[0] == "moved_offset" and role == "predict")])
+def test_bad_files_name_the_file_and_write_nothing(tiny_model, tmp_path, case, content, message,
+                                                   role):
+  vocab_file, config_file = tiny_model
+  path = tmp_path / f"{case}.json"
+  path.write_text(content, encoding="utf-8")
+  files = {"train": SAMPLE_TRAIN, "predict": SAMPLE_DEV, role: path}
+  output_dir = tmp_path / "output"
+  # Whichever file is bad, it is found before anything is written: not even the good file's
+  # records are left behind.
+  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+                     f"--output_dir={output_dir}", "--max_seq_length=48", "--max_query_length=16",
+                     "--do_train", f"--train_file={files['train']}", "--do_predict",
+                     f"--predict_file={files['predict']}", "--version_2_with_negative")
+  assert result.returncode != 0
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith(f"run_squad.py: error: {path}: ")
+  assert message in last_line
+  assert not output_dir.exists()
