@@ -96,7 +96,31 @@ grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_resu
 echo "predictions.txt (word, gold tag, predicted tag):"
 sed 's/^/  /' "$DEMO_DIR/ner_output/predictions.txt"
 
-stage "8. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
+stage "8. Fine-tune it to answer questions about the corpus (SQuAD v2.0 format, some unanswerable)"
+rm -rf "$DEMO_DIR/squad_output"
+"$PYTHON" run_squad.py --train_file=samples/squad/train.json \
+  --predict_file=samples/squad/dev.json --version_2_with_negative \
+  --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/squad_output" \
+  --do_train --do_predict --max_seq_length=64 --doc_stride=24 --max_query_length=16 \
+  --train_batch_size=8 --num_train_epochs=150 --learning_rate=5e-4 --steps_per_loop=100 \
+  --distribution_strategy=one_device --alsologtostderr=false
+"$PYTHON" - "$DEMO_DIR/squad_output" <<'PY'
+import json, sys
+output = sys.argv[1]
+results = json.load(open(f"{output}/eval_results.json"))
+print("  " + ", ".join(f"{key} {results[key]:.1f}" for key in
+                       ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1")))
+predictions = json.load(open(f"{output}/predictions.json"))
+for article in json.load(open("samples/squad/dev.json"))["data"]:
+  for paragraph in article["paragraphs"]:
+    for qa in paragraph["qas"]:
+      gold = "(no answer)" if qa["is_impossible"] else qa["answers"][0]["text"]
+      answer = predictions[qa["id"]] or "(no answer)"
+      print(f"  {qa['question']}\n      predicted: {answer}   gold: {gold}")
+PY
+
+stage "9. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
 rm -rf "$DEMO_DIR/export"
 "$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
   --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
