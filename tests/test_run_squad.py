@@ -87,6 +87,19 @@ def test_v1_prediction_from_the_trained_checkpoint_alone(tiny_model, tmp_path):
   results = json.loads((tmp_path / "eval_results.json").read_text())
   assert set(results) == {"exact_match", "f1", "total", "missing"}
   assert results["total"] == len(predictions) and results["missing"] == 0
+  # Dynamic padding (the default off TPU) batches windows at their own length; padding is masked,
+  # so every window scores as when padded to max_seq_length.
+  nbest = json.loads((tmp_path / "nbest_predictions.json").read_text())
+  result = run_squad(*common, "--do_predict", f"--predict_file={answerable}",
+                     "--dynamic_padding=false")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.loads((tmp_path / "predictions.json").read_text()) == predictions
+  padded_nbest = json.loads((tmp_path / "nbest_predictions.json").read_text())
+  for qas_id, entries in nbest.items():
+    assert [e["text"] for e in padded_nbest[qas_id]] == [e["text"] for e in entries]
+    for padded, dynamic in zip(padded_nbest[qas_id], entries):
+      assert padded["start_logit"] == pytest.approx(dynamic["start_logit"], abs=1e-4)
+      assert padded["end_logit"] == pytest.approx(dynamic["end_logit"], abs=1e-4)
 
 
 def test_minilm_on_a_real_squad_slice(minilm_bert_dir, shared_data, tmp_path):
