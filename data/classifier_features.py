@@ -7,10 +7,9 @@ with all-zero rows whose `is_real_example` is 0, so every batch has the same siz
 and no metric counts the padding (the original did so on TPU only).
 """
 
-import os
-
 import tensorflow as tf
 
+from data import atomic_files
 from data import classifier_processors
 from data import file_patterns
 from data import progress
@@ -109,20 +108,18 @@ def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, b
   """
   label_to_index = {label: index for index, label in enumerate(label_list)}
   num_padding = -len(examples) % batch_size
-  temp_path = f"{path}.tmp-{os.getpid()}"
   bar = progress.Progress(total=len(examples), unit="examples", log_seconds=30.0)
+
+  def tf_examples():
+    for example in examples:
+      yield to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index)
+      bar.update()
+    padding = padding_tf_example(max_seq_length, kind, len(label_list))
+    for _ in range(num_padding):
+      yield padding
+
   try:
-    with tf.io.TFRecordWriter(temp_path) as writer:
-      for example in examples:
-        writer.write(to_tf_example(example, tokenizer, max_seq_length, kind,
-                                   label_to_index).SerializeToString())
-        bar.update()
-      padding = padding_tf_example(max_seq_length, kind, len(label_list)).SerializeToString()
-      for _ in range(num_padding):
-        writer.write(padding)
-    os.replace(temp_path, path)
+    atomic_files.write_tf_examples(path, tf_examples())
   finally:
-    if os.path.exists(temp_path):
-      os.remove(temp_path)
     bar.close()
   return len(examples), num_padding

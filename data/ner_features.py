@@ -10,10 +10,10 @@ document (unlabelled), the setting of the BERT paper's CoNLL-2003 results.
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 
+from data import atomic_files
 from data import file_patterns
 from data import progress
 from data import schemas
@@ -122,20 +122,17 @@ def write_records(path, windows, sentences, tokenizer, max_seq_length, label_lis
     file_patterns.InputError: a tag not in `label_list`, naming the file and line.
   """
   label_to_index = {label: index for index, label in enumerate(label_list)}
-  temp_path = f"{path}.tmp-{os.getpid()}"
   bar = progress.Progress(total=len(windows), unit="windows")
+
+  def tf_examples():
+    for window in windows:
+      yield to_tf_example(window, sentences, tokenizer, max_seq_length, label_to_index)
+      bar.update()
+
   try:
-    with tf.io.TFRecordWriter(temp_path) as writer:
-      for window in windows:
-        writer.write(to_tf_example(window, sentences, tokenizer, max_seq_length,
-                                   label_to_index).SerializeToString())
-        bar.update()
-    os.replace(temp_path, path)
+    return atomic_files.write_tf_examples(path, tf_examples())
   finally:
-    if os.path.exists(temp_path):
-      os.remove(temp_path)
     bar.close()
-  return len(windows)
 
 
 def predicted_tags(windows, sentences, predicted_ids, label_list):

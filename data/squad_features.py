@@ -9,10 +9,10 @@ A piece in several windows is scored in the one where it has the most context on
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 
+from data import atomic_files
 from data import progress
 from data import schemas
 
@@ -218,15 +218,5 @@ def write_records(path, features, is_training):
   Returns:
     the number of records written.
   """
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  count = 0
-  try:
-    with tf.io.TFRecordWriter(temp_path) as writer:
-      for feature in features:
-        writer.write(to_tf_example(feature, is_training).SerializeToString())
-        count += 1
-    os.replace(temp_path, path)
-  finally:
-    if os.path.exists(temp_path):
-      os.remove(temp_path)
-  return count
+  return atomic_files.write_tf_examples(
+      path, (to_tf_example(feature, is_training) for feature in features))

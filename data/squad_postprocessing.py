@@ -12,8 +12,8 @@ import collections
 import dataclasses
 import json
 import math
-import os
 
+from data import atomic_files
 from data import tokenization
 
 
@@ -195,8 +195,7 @@ def predict_all(examples, features, logits_by_unique_id, **options):
 
 def write_json(path, value):
   """Writes `value` as indented JSON, atomically (temporary name, then rename)."""
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with open(temp_path, "w", encoding="utf-8") as f:
+  with atomic_files.temporary_path(path) as temp_path, open(temp_path, "w",
+                                                             encoding="utf-8") as f:
     json.dump(value, f, indent=4, ensure_ascii=False)
     f.write("\n")
-  os.replace(temp_path, path)
