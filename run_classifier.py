@@ -22,6 +22,7 @@ import os
 from absl import flags
 from absl import logging
 
+from data import atomic_files
 from data import classification_metrics
 from data import classifier_features
 from data import classifier_processors
@@ -105,11 +106,9 @@ def read_examples(processor, split):
 
 def write_test_results(path, values):
   """One tab-separated line of floats per example (the original's `test_results.tsv`)."""
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with open(temp_path, "w", encoding="utf-8") as f:
+  with atomic_files.open_for_writing(path) as f:
     for row in values:
       f.write("\t".join(str(float(value)) for value in row) + "\n")
-  os.replace(temp_path, path)
 
 
 def main(argv):

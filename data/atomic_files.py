@@ -24,6 +24,19 @@ def temporary_path(path):
       tf.io.gfile.remove(temp_path)
 
 
+@contextlib.contextmanager
+def open_for_writing(path, mode="w"):
+  """Yields a file (text, UTF-8, or bytes with `mode="wb"`) that becomes `path` when the block
+  succeeds; on any error neither it nor `path` is left changed.
+
+  Example:
+    >>> with open_for_writing("out/eval_results.txt") as f:
+    ...   f.write("eval_accuracy = 0.9\n")
+  """
+  with temporary_path(path) as temp_path, tf.io.gfile.GFile(temp_path, mode) as f:
+    yield f
+
+
 def write_tf_examples(path, tf_examples):
   """Writes `tf.train.Example`s to the TFRecord file `path`, atomically.
 

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import re
 
+from data import atomic_files
 from data import file_patterns
 
 DOCSTART = "-DOCSTART-"
@@ -108,8 +109,7 @@ def write_predictions(path, sentences, layout, predicted_tags):
     sentences, layout: from `read_sentences`.
     predicted_tags: list aligned with `sentences` of lists with one tag per word.
   """
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with open(temp_path, "w", encoding="utf-8") as f:
+  with atomic_files.open_for_writing(path) as f:
     for entry in layout:
       if isinstance(entry, str):
         f.write(f"{entry} O\n\n")
@@ -118,4 +118,3 @@ def write_predictions(path, sentences, layout, predicted_tags):
       for line, tag in zip(sentence.lines, predicted_tags[entry], strict=True):
         f.write(f"{line} {tag}\n")
       f.write("\n")
-  os.replace(temp_path, path)

@@ -19,6 +19,7 @@ import time
 
 import tensorflow as tf
 
+from data import atomic_files
 from data import graph_tokenization
 from data import pretraining_instances
 from data import progress
@@ -180,10 +181,8 @@ def summarize(counts, decode_stats, elapsed_seconds):
 
 
 def _write_json_atomically(path, value):
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(temp_path, "w") as writer:
+  with atomic_files.open_for_writing(path) as writer:
     writer.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-  tf.io.gfile.rename(temp_path, path, overwrite=True)
 
 
 class NoDocumentsError(ValueError):

@@ -34,3 +34,19 @@ def test_a_failure_midway_leaves_neither_the_file_nor_a_temporary(tmp_path):
   # The previous complete file is untouched and no temporary is left beside it.
   assert [p.name for p in tmp_path.iterdir()] == ["out.tf_record"]
   assert path.read_text() == "previous complete file"
+
+
+def test_text_file_appears_complete_or_not_at_all(tmp_path):
+  path = tmp_path / "eval_results.txt"
+  with atomic_files.open_for_writing(str(path)) as f:
+    f.write("eval_accuracy = 0.5\n")
+    # Until the block ends, the target does not exist; only the temporary does.
+    assert [p.name for p in tmp_path.iterdir()] != ["eval_results.txt"]
+  assert path.read_text(encoding="utf-8") == "eval_accuracy = 0.5\n"
+
+  with pytest.raises(RuntimeError, match="interrupted"):
+    with atomic_files.open_for_writing(str(path)) as f:
+      f.write("eval_accuracy = 0.9\n")
+      raise RuntimeError("interrupted")
+  assert [p.name for p in tmp_path.iterdir()] == ["eval_results.txt"]
+  assert path.read_text(encoding="utf-8") == "eval_accuracy = 0.5\n"

@@ -15,6 +15,7 @@ import tempfile
 from absl import logging
 import tensorflow as tf
 
+from data import atomic_files
 from modeling import checkpoint_io
 
 STATE_FILENAME = "checkpoint"
@@ -36,11 +37,8 @@ def _write_state_file(directory, prefixes):
   # directory ("../../model.ckpt-N"), which latest_checkpoint then cannot find.
   state = "".join([f"model_checkpoint_path: {json.dumps(names[-1])}\n"]
                   + [f"all_model_checkpoint_paths: {json.dumps(name)}\n" for name in names])
-  path = os.path.join(directory, STATE_FILENAME)
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(temp_path, "w") as f:
+  with atomic_files.open_for_writing(os.path.join(directory, STATE_FILENAME)) as f:
     f.write(state)
-  tf.io.gfile.rename(temp_path, path, overwrite=True)
 
 
 def _delete_checkpoint(prefix):

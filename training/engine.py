@@ -23,6 +23,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from data import atomic_files
 from data import progress
 from modeling import checkpoint_io
 from modeling import optimization
@@ -73,11 +74,9 @@ class RunConfig:
 
 def write_eval_results(path, results):
   """Writes `key = value` lines sorted by key (the original's eval_results.txt), atomically."""
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(temp_path, "w") as f:
+  with atomic_files.open_for_writing(path) as f:
     for key in sorted(results):
       f.write(f"{key} = {results[key]}\n")
-  tf.io.gfile.rename(temp_path, path, overwrite=True)
 
 
 class Trainer:

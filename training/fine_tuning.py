@@ -3,6 +3,7 @@ parsed: checks before any work, the step count, the optimizer, the label list fi
 
 import os
 
+from data import atomic_files
 from data import tokenization
 from modeling import optimization
 from training import cli
@@ -61,8 +62,5 @@ def optimizer_fn(flag_values, num_train_steps, num_warmup_steps):
 
 def write_label_list(output_dir, label_list):
   """Writes `output_dir/label_list.txt`, one label per line in label-id order, atomically."""
-  path = os.path.join(output_dir, LABEL_LIST_FILENAME)
-  temp_path = f"{path}.tmp-{os.getpid()}"
-  with open(temp_path, "w", encoding="utf-8") as f:
+  with atomic_files.open_for_writing(os.path.join(output_dir, LABEL_LIST_FILENAME)) as f:
     f.writelines(f"{label}\n" for label in label_list)
-  os.replace(temp_path, path)
