@@ -85,19 +85,10 @@ vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
 print(f"  mean-pooled embeddings, {vectors.shape[1]} dimensions; cosine similarity of")
 for i, j in ((0, 1), (0, 2)):
   print(f"    {sentences[i]!r}\n    {sentences[j]!r}: {vectors[i] @ vectors[j]:.3f}")
-# The masked-LM head through predict_ids: mask one word of a corpus sentence, read its guess.
-vocab = [line.rstrip("\n") for line in open(f"{sys.argv[1]}/assets/vocab.txt", encoding="utf-8")]
-packed = model.signatures["serving_default"](text_a=tf.constant(sentences[:1]),
-                                             text_b=tf.constant([""]))
-input_ids = packed["input_ids"].numpy()
-position = 3
-hidden_word, input_ids[0, position] = vocab[input_ids[0, position]], vocab.index("[MASK]")
-logits = model.signatures["predict_ids"](
-    input_ids=tf.constant(input_ids), input_mask=packed["input_mask"],
-    segment_ids=tf.zeros_like(packed["input_mask"]))["mlm_logits"].numpy()
-masked = " ".join(vocab[i] for i in input_ids[0] if i)
-print(f"  masked-LM logits: {masked}\n    best guess for [MASK]: "
-      f"{vocab[logits[0, position].argmax()]!r} (hidden word: {hidden_word!r})")
+outputs = model.signatures["serving_default"](text_a=tf.constant(sentences[:1]),
+                                              text_b=tf.constant([""]))
+print("  serving_default outputs for the first sentence: " + ", ".join(
+    f"{name} {tuple(value.shape)}" for name, value in sorted(outputs.items())))
 PY
 
 stage "6. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
