@@ -72,3 +72,33 @@ def pack(pieces_a, pieces_b, max_seq_length, cls_id, sep_id):
   return {"input_ids": input_ids.to_tensor(),
           "input_mask": tf.ones_like(input_ids).to_tensor(),
           "segment_ids": segment_ids.to_tensor()}
+
+
+def pack_pairs_or_singles(pieces_a, pieces_b, is_pair, max_seq_length, cls_id, sep_id):
+  """`pack` with a per-row choice: a pair where `is_pair`, else `pieces_a` alone.
+
+  Like the lines of `extract_features.py`, where `A ||| B` is a pair and any other line a single
+  text, a batch may mix both. Each row is packed exactly as `pack` packs it on its own.
+
+  Args:
+    pieces_a, pieces_b: int RaggedTensors `[batch_size, (num_pieces)]`; `pieces_b` is ignored in
+      rows that are not pairs.
+    is_pair: bool `[batch_size]`.
+    max_seq_length, cls_id, sep_id: as `pack`.
+
+  Returns:
+    dict `input_ids`, `input_mask`, `segment_ids`: int32 `[batch_size, seq_length]`, padded to the
+    longest packed row.
+  """
+  singles = pack(pieces_a, None, max_seq_length, cls_id, sep_id)
+  pairs = pack(pieces_a, pieces_b, max_seq_length, cls_id, sep_id)
+  width = tf.maximum(tf.shape(singles["input_ids"])[1], tf.shape(pairs["input_ids"])[1])
+
+  def widen(values):
+    return tf.pad(values, [[0, 0], [0, width - tf.shape(values)[1]]])
+
+  packed = {name: tf.where(is_pair[:, tf.newaxis], widen(pairs[name]), widen(singles[name]))
+            for name in singles}
+  # The rows chosen may all be shorter than the wider of the two packings.
+  longest = tf.reduce_max(tf.concat([tf.reduce_sum(packed["input_mask"], axis=1), [0]], axis=0))
+  return {name: values[:, :longest] for name, values in packed.items()}

@@ -63,6 +63,34 @@ for line in open(sys.argv[1]):
   print('   [CLS] layer', first['index'], len(first['values']), 'values:', first['values'][:4], '...')
 " "$DEMO_DIR/features.jsonl"
 
+stage "5b. Export the pretrained checkpoint as a feature extractor and ask the export in a new process"
+rm -rf "$DEMO_DIR/encoder_export"
+"$PYTHON" export_model.py --vocab_file="$DEMO_DIR/vocab.txt" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --max_seq_length=64 --pooling=mean \
+  --export_dir="$DEMO_DIR/encoder_export" --export_version=1 --alsologtostderr=false
+ls "$DEMO_DIR/encoder_export/1"
+"$PYTHON" - "$DEMO_DIR/encoder_export/1" <<'PY'
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+model = tf.saved_model.load(sys.argv[1])
+sentences = ["The lamp burned paraffin until the island was connected to the mainland grid.",
+             "The lamp kept burning because she covered the openings with sailcloth.",
+             "Sourdough bread needs only flour, water and salt."]
+vectors = model.signatures["embed"](text_a=tf.constant(sentences),
+                                    text_b=tf.constant([""] * 3))["embedding"].numpy()
+vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+print(f"  mean-pooled embeddings, {vectors.shape[1]} dimensions; cosine similarity of")
+for i, j in ((0, 1), (0, 2)):
+  print(f"    {sentences[i]!r}\n    {sentences[j]!r}: {vectors[i] @ vectors[j]:.3f}")
+outputs = model.signatures["serving_default"](text_a=tf.constant(sentences[:1]),
+                                              text_b=tf.constant([""]))
+print("  serving_default outputs for the first sentence: " + ", ".join(
+    f"{name} {tuple(value.shape)}" for name, value in sorted(outputs.items())))
+PY
+
 stage "6. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
 rm -rf "$DEMO_DIR/classifier_output"
 "$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
