@@ -10,12 +10,6 @@ from modeling import optimization
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 
 
-def _keep_first(pieces, lengths):
-  """The first `lengths[i]` items of each row of a RaggedTensor."""
-  return tf.ragged.boolean_mask(pieces.to_tensor(),
-                                tf.sequence_mask(lengths, tf.shape(pieces.to_tensor())[1]))
-
-
 class TaggerServer(tf.Module):
   """A fine-tuned token tagger (`BertClassifier(per_token=True)`) with its tokenizer.
 
@@ -70,7 +64,7 @@ class TaggerServer(tf.Module):
     pieces = tf.concat([pieces, tf.fill([pieces.nrows(), 1], tf.cast(self.unk_id, pieces.dtype))],
                        axis=1)
     counts = tf.clip_by_value(pieces.row_lengths() - 1, 1, budget)
-    pieces = _keep_first(pieces, counts)
+    pieces = graph_packing.keep_first(pieces, counts)
     ends = tf.cumsum(counts)
     sentence_starts = tf.gather(ends - counts, words.row_starts())
     # Pieces up to and including each word, counted from its sentence's start.
