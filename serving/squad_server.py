@@ -66,6 +66,8 @@ class SquadServer(tf.Module):
     self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
   def _logits(self, input_ids, input_mask, segment_ids):
+    """`start_logits`, `end_logits` float32 `[batch_size, seq_length]` of int32 inputs of that
+    shape."""
     outputs = self.model({"input_ids": input_ids, "input_mask": input_mask,
                           "segment_ids": segment_ids}, training=False)
     return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
@@ -76,6 +78,7 @@ class SquadServer(tf.Module):
     return self._logits(input_ids[:, :length], input_mask[:, :length], segment_ids[:, :length])
 
   def _serve_text(self, question, context):
+    """`serving_default`: string `[batch_size]` each -> the outputs in the class docstring."""
     context = tf.strings.unicode_transcode(context, input_encoding="UTF-8",
                                            output_encoding="UTF-8", errors="replace",
                                            replacement_char=0xFFFD)
