@@ -4,16 +4,12 @@ offsets out."""
 import tensorflow as tf
 
 from data import graph_packing
-from data import graph_tokenization
-from data import tokenization
-from modeling import optimization
+from serving import servable
 from serving import squad_spans
 
-TEXT_SPEC = tf.TensorSpec([None], tf.string)
-IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 
 
-class SquadServer(tf.Module):
+class SquadServer(servable.Servable):
   """A fine-tuned `BertSpanModel` with its tokenizer and the runner's answer rules.
 
   Signatures:
@@ -47,23 +43,13 @@ class SquadServer(tf.Module):
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length,
                max_answer_length, n_best_size, version_2_with_negative,
                null_score_diff_threshold, with_text=True):
-    super().__init__(name="squad_server")
-    self.model = model
-    # Listed for the TF1-style loader of TensorFlow Serving (see `ClassifierServer`).
-    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
-    self.with_text = with_text
-    if with_text:
-      self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
-    self.vocab_file = tf.saved_model.Asset(vocab_file)
-    self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    super().__init__("squad_server", model, vocab_file, do_lower_case, with_text)
     self.max_seq_length = max_seq_length
     self.max_query_length = max_query_length
     self.max_answer_length = max_answer_length
     self.n_best_size = n_best_size
     self.version_2_with_negative = version_2_with_negative
     self.null_score_diff_threshold = null_score_diff_threshold
-    vocab = tokenization.load_vocab(vocab_file)
-    self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
   def _logits(self, input_ids, input_mask, segment_ids):
     """`start_logits`, `end_logits` float32 `[batch_size, seq_length]` of int32 inputs of that
@@ -72,7 +58,7 @@ class SquadServer(tf.Module):
                           "segment_ids": segment_ids}, training=False)
     return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
 
-  @tf.function(input_signature=[IDS_SPEC, IDS_SPEC, IDS_SPEC])
+  @tf.function(input_signature=[servable.IDS_SPEC, servable.IDS_SPEC, servable.IDS_SPEC])
   def predict_ids(self, input_ids, input_mask, segment_ids):
     length = self.max_seq_length
     return self._logits(input_ids[:, :length], input_mask[:, :length], segment_ids[:, :length])
@@ -120,6 +106,7 @@ class SquadServer(tf.Module):
     (only "predict_ids" without `with_text`)."""
     signatures = {"predict_ids": self.predict_ids.get_concrete_function()}
     if self.with_text:
-      self.serve_text = tf.function(self._serve_text, input_signature=[TEXT_SPEC, TEXT_SPEC])
+      self.serve_text = tf.function(self._serve_text,
+                                    input_signature=[servable.TEXT_SPEC, servable.TEXT_SPEC])
       signatures["serving_default"] = self.serve_text.get_concrete_function()
     return signatures
