@@ -6,6 +6,9 @@ shared engine (one device, GPUs, hosts or a TPU; resumable), and with `--do_pred
 `predictions.json`, `nbest_predictions.json` and, with `--version_2_with_negative`,
 `null_odds.json`. When the predict file has answers, it is also scored by the official SQuAD rules
 (exact match and F1; for v2.0 HasAns / NoAns and the best null threshold): `eval_results.json`.
+With `--export_dir` it writes a SavedModel for TensorFlow Serving (question and context in, answer
+and its character offsets out; `serving/squad_server.py`), after training or from the checkpoint
+in `--output_dir` / `--init_checkpoint` alone.
 
 Example:
   python run_squad.py --vocab_file=$BERT_DIR/vocab.txt \
@@ -28,6 +31,8 @@ from data import squad_metrics
 from data import squad_postprocessing
 from data import tokenization
 from modeling import bert_config as bert_config_lib
+from serving import saved_model_export
+from serving import squad_server
 from training import cli
 from training import distribution
 from training import engine
@@ -45,6 +50,7 @@ training_flags.define_optimizer_flags()
 training_flags.define_padding_flags()
 training_flags.define_fine_tuning_flags(example_unit="Windows", max_seq_length=384,
                                         with_eval=False)
+training_flags.define_export_flags()
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON for predictions, e.g. dev-v1.1.json; "
                     "scored when it has answers.")
@@ -70,8 +76,6 @@ _VERBOSE_EXAMPLES = 20
 
 def check_flags(bert_config):
   """The original's checks (plus the shared fine-tuning ones), before any file is read."""
-  if not (FLAGS.do_train or FLAGS.do_predict):
-    raise cli.UsageError("at least one of --do_train or --do_predict is needed")
   if FLAGS.do_train and not FLAGS.train_file:
     raise cli.UsageError("--do_train needs --train_file")
   if FLAGS.do_predict and not FLAGS.predict_file:
@@ -237,6 +241,16 @@ def main(argv):
         FLAGS.train_batch_size, is_training=True, dynamic_padding=dynamic_padding))
   if FLAGS.do_predict:
     predict(trainer, predict_data, dynamic_padding)
+  if FLAGS.export_dir:
+    trainer.initialize()
+    server = squad_server.SquadServer(
+        trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+        FLAGS.max_query_length, FLAGS.max_answer_length, FLAGS.n_best_size,
+        FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold,
+        with_text=not FLAGS.export_ids_only)
+    if trainer.is_chief:
+      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
+                                FLAGS.export_version)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ def truncated_pair_lengths(length_a, length_b, budget):
   return tf.where(fits, length_a, kept_a), tf.where(fits, length_b, kept_b)
 
 
-def _keep_first(pieces, lengths):
-  """The first `lengths[i]` items of each row of a RaggedTensor."""
+def keep_first(pieces, lengths):
+  """The first `lengths[i]` items of each row of a RaggedTensor `[batch_size, (n)]`; `lengths`
+  int `[batch_size]`, each at most its row's length."""
   dense = pieces.to_tensor()
   mask = tf.sequence_mask(lengths, tf.shape(dense)[1])
   return tf.ragged.boolean_mask(dense, mask)
@@ -58,13 +59,13 @@ def pack(pieces_a, pieces_b, max_seq_length, cls_id, sep_id):
   sep = tf.fill([batch_size, 1], sep_id)
   if pieces_b is None:
     kept_a = tf.minimum(pieces_a.row_lengths(), max_seq_length - 2)
-    parts = [cls, _keep_first(pieces_a, kept_a), sep]
+    parts = [cls, keep_first(pieces_a, kept_a), sep]
     segments = [0, 0, 0]
   else:
     pieces_b = tf.cast(pieces_b, tf.int32)
     kept_a, kept_b = truncated_pair_lengths(pieces_a.row_lengths(), pieces_b.row_lengths(),
                                             max_seq_length - 3)
-    parts = [cls, _keep_first(pieces_a, kept_a), sep, _keep_first(pieces_b, kept_b), sep]
+    parts = [cls, keep_first(pieces_a, kept_a), sep, keep_first(pieces_b, kept_b), sep]
     segments = [0, 0, 0, 1, 1]
   input_ids = tf.concat(parts, axis=1)
   segment_ids = tf.concat([tf.ones_like(part) * segment for part, segment in zip(parts, segments)],

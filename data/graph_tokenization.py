@@ -82,6 +82,17 @@ class GraphTokenizer(tf.Module):
         token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=True,
         support_detokenization=False)
 
+  def _basic_words(self, texts):
+    """Basic tokens of `texts`: `(words, flat_words, too_long)`, the string RaggedTensor
+    `[batch_size, (num_words)]`, its flat values with words over 200 characters replaced by
+    "[UNK]" (what the WordPiece step sees), and bool `[num_words]` which were replaced."""
+    words = basic_tokenize(texts, self.do_lower_case)
+    # The original maps a word of over 200 characters to a single [UNK]. "[UNK]" is itself a
+    # vocab entry, so the longest-match search turns the literal string into exactly that id.
+    too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > (
+        tokenization.MAX_INPUT_CHARS_PER_WORD)
+    return words, tf.where(too_long, "[UNK]", words.flat_values), too_long
+
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize_words(self, texts):
     """Tokenizes and keeps the word structure.
@@ -92,16 +103,56 @@ class GraphTokenizer(tf.Module):
     Returns:
       int64 RaggedTensor [batch_size, (num_words), (num_pieces)] of word-piece ids.
     """
-    words = basic_tokenize(texts, self.do_lower_case)
-    # The original maps a word of over 200 characters to a single [UNK]. "[UNK]" is itself a
-    # vocab entry, so the longest-match search turns the literal string into exactly that id.
-    too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > (
-        tokenization.MAX_INPUT_CHARS_PER_WORD)
-    flat_words = tf.where(too_long, "[UNK]", words.flat_values)
-    pieces = self._wordpiece.tokenize(flat_words)
-    return words.with_flat_values(pieces)
+    words, flat_words, _ = self._basic_words(texts)
+    return words.with_flat_values(self._wordpiece.tokenize(flat_words))
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize(self, texts):
     """Returns int64 RaggedTensor [batch_size, (num_pieces)] of word-piece ids of `texts`."""
     return self.tokenize_words(texts).merge_dims(1, 2)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def tokenize_with_offsets(self, texts):
+    """Tokenizes and says which characters of the normalised text each piece covers.
+
+    The normalised text is the text's basic tokens (cleaned, and lower-cased and accent-stripped
+    with `do_lower_case`) joined without spaces: the string in which
+    `data.squad_postprocessing.final_text` locates a prediction. When normalising keeps the
+    number of characters (`normalized_lengths` equals the number of the text's characters other
+    than " ": most text), its characters are those characters, one for one.
+
+    Args:
+      texts: string Tensor [batch_size].
+
+    Returns:
+      dict `pieces`: int64 RaggedTensor [batch_size, (num_pieces)] of word-piece ids (those of
+      `tokenize`); `starts`, `ends`: int64 RaggedTensors of the same shape, the first and
+      one-past-the-last character of each piece in the normalised text (an `[UNK]` covers its
+      whole basic token); `normalized_lengths`: int64 [batch_size], the normalised text's length.
+    """
+    words, flat_words, too_long = self._basic_words(texts)
+    pieces, start_bytes, end_bytes = self._wordpiece.tokenize_with_offsets(flat_words)
+    word_lengths = tf.strings.length(words.flat_values, unit="UTF8_CHAR", name="word_lengths")
+    # Character offsets within each basic token, from the byte offsets within what WordPiece saw.
+    piece_words = tf.repeat(flat_words, pieces.row_lengths())
+    def characters_before(byte_offsets):
+      return tf.cast(tf.strings.length(tf.strings.substr(piece_words, tf.zeros_like(byte_offsets),
+                                                         byte_offsets),
+                                       unit="UTF8_CHAR"), tf.int64)
+    too_long = tf.repeat(too_long, pieces.row_lengths())
+    piece_word_lengths = tf.cast(tf.repeat(word_lengths, pieces.row_lengths()), tf.int64)
+    starts = tf.where(too_long, tf.zeros_like(piece_word_lengths),
+                      characters_before(start_bytes.flat_values))
+    ends = tf.where(too_long, piece_word_lengths, characters_before(end_bytes.flat_values))
+    # Where each basic token starts in the normalised text: the lengths of the tokens before it.
+    word_lengths = words.with_flat_values(tf.cast(word_lengths, tf.int64))
+    word_starts = tf.RaggedTensor.from_tensor(
+        tf.cumsum(word_lengths.to_tensor(), axis=1, exclusive=True),
+        lengths=word_lengths.row_lengths()).flat_values
+    piece_word_starts = tf.repeat(word_starts, pieces.row_lengths())
+    def per_text(values):
+      return words.with_flat_values(pieces.with_flat_values(values)).merge_dims(1, 2)
+    return {"pieces": per_text(pieces.flat_values),
+            "starts": per_text(piece_word_starts + starts),
+            "ends": per_text(piece_word_starts + ends),
+            "normalized_lengths": tf.reduce_sum(word_lengths, axis=1)}

@@ -124,7 +124,7 @@ grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_resu
 echo "predictions.txt (word, gold tag, predicted tag):"
 sed 's/^/  /' "$DEMO_DIR/ner_output/predictions.txt"
 
-stage "8. Fine-tune it to answer questions about the corpus (SQuAD v2.0 format, some unanswerable)"
+stage "8. Fine-tune it to answer questions about the corpus (SQuAD v2.0 format, some unanswerable), export it, ask the export"
 rm -rf "$DEMO_DIR/squad_output"
 "$PYTHON" run_squad.py --train_file=samples/squad/train.json \
   --predict_file=samples/squad/dev.json --version_2_with_negative \
@@ -146,6 +146,30 @@ for article in json.load(open("samples/squad/dev.json"))["data"]:
       gold = "(no answer)" if qa["is_impossible"] else qa["answers"][0]["text"]
       answer = predictions[qa["id"]] or "(no answer)"
       print(f"  {qa['question']}\n      predicted: {answer}   gold: {gold}")
+PY
+echo "Exported, then asked in a new process (question and context in, answer and offsets out):"
+rm -rf "$DEMO_DIR/squad_export"
+"$PYTHON" run_squad.py --vocab_file="$DEMO_DIR/vocab.txt" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" --output_dir="$DEMO_DIR/squad_output" \
+  --version_2_with_negative --max_seq_length=64 --max_query_length=16 \
+  --export_dir="$DEMO_DIR/squad_export" --export_version=1 \
+  --distribution_strategy=one_device --alsologtostderr=false
+"$PYTHON" - "$DEMO_DIR/squad_export/1" <<'PY'
+import sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+model = tf.saved_model.load(sys.argv[1])
+questions = ["Who was the first keeper?", "What do older workers collect?"]
+contexts = ["Its first keeper was a retired ship's carpenter named Tomas Ekberg.",
+            "Older workers leave the hive to collect nectar, pollen and water."]
+outputs = model.signatures["serving_default"](question=tf.constant(questions),
+                                              context=tf.constant(contexts))
+for question, context, answer, start, end in zip(
+    questions, contexts, outputs["answer"].numpy(), outputs["answer_start"].numpy(),
+    outputs["answer_end"].numpy()):
+  answer = answer.decode() or "(no answer)"
+  print(f"  {question}\n      context: {context}\n      answer: {answer}   "
+        f"(characters {start}-{end} of the context)")
 PY
 
 stage "9. Export the topic classifier for TensorFlow Serving and ask the export in a new process"

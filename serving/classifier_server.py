@@ -4,15 +4,10 @@ import tensorflow as tf
 
 from data import classifier_processors
 from data import graph_packing
-from data import graph_tokenization
-from data import tokenization
-from modeling import optimization
-
-TEXT_SPEC = tf.TensorSpec([None], tf.string)
-IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+from serving import servable
 
 
-class ClassifierServer(tf.Module):
+class ClassifierServer(servable.Servable):
   """A fine-tuned `BertClassifier` with its tokenizer, for `tf.saved_model.save`.
 
   Signatures:
@@ -44,23 +39,11 @@ class ClassifierServer(tf.Module):
 
   def __init__(self, model, vocab_file, do_lower_case, label_list, kind, max_seq_length,
                has_pairs, with_text=True):
-    super().__init__(name="classifier_server")
-    self.model = model
-    # The underlying tf.Variables, listed so that the TF1-style loader of TensorFlow Serving and
-    # saved_model_cli restores them (a Keras 3 model alone is restored only by
-    # tf.saved_model.load; keras-team/keras#20095).
-    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
-    self.with_text = with_text
-    if with_text:
-      self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
-    self.vocab_file = tf.saved_model.Asset(vocab_file)
-    self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    super().__init__("classifier_server", model, vocab_file, do_lower_case, with_text)
     self.label_names = tf.constant(list(label_list) or [""], tf.string)
     self.kind = kind
     self.max_seq_length = max_seq_length
     self.has_pairs = has_pairs
-    vocab = tokenization.load_vocab(vocab_file)
-    self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
 
   def _outputs(self, input_ids, input_mask, segment_ids):
     logits = tf.cast(self.model({"input_ids": input_ids, "input_mask": input_mask,
@@ -76,7 +59,7 @@ class ClassifierServer(tf.Module):
     return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits,
             "label": tf.gather(self.label_names, tf.argmax(logits, axis=-1))}
 
-  @tf.function(input_signature=[IDS_SPEC, IDS_SPEC, IDS_SPEC])
+  @tf.function(input_signature=[servable.IDS_SPEC, servable.IDS_SPEC, servable.IDS_SPEC])
   def predict_ids(self, input_ids, input_mask, segment_ids):
     length = self.max_seq_length
     return self._outputs(input_ids[:, :length], input_mask[:, :length], segment_ids[:, :length])
@@ -95,9 +78,10 @@ class ClassifierServer(tf.Module):
       return signatures
     if self.has_pairs:
       serve = tf.function(lambda text_a, text_b: self._serve_text(text_a, text_b),
-                          input_signature=[TEXT_SPEC, TEXT_SPEC])
+                          input_signature=[servable.TEXT_SPEC, servable.TEXT_SPEC])
     else:
-      serve = tf.function(lambda text_a: self._serve_text(text_a), input_signature=[TEXT_SPEC])
+      serve = tf.function(lambda text_a: self._serve_text(text_a),
+                          input_signature=[servable.TEXT_SPEC])
     self.serve_text = serve
     signatures["serving_default"] = serve.get_concrete_function()
     return signatures

@@ -3,20 +3,10 @@
 import tensorflow as tf
 
 from data import graph_packing
-from data import graph_tokenization
-from data import tokenization
-from modeling import optimization
-
-IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+from serving import servable
 
 
-def _keep_first(pieces, lengths):
-  """The first `lengths[i]` items of each row of a RaggedTensor."""
-  return tf.ragged.boolean_mask(pieces.to_tensor(),
-                                tf.sequence_mask(lengths, tf.shape(pieces.to_tensor())[1]))
-
-
-class TaggerServer(tf.Module):
+class TaggerServer(servable.Servable):
   """A fine-tuned token tagger (`BertClassifier(per_token=True)`) with its tokenizer.
 
   Signatures:
@@ -37,25 +27,16 @@ class TaggerServer(tf.Module):
 
   def __init__(self, model, vocab_file, do_lower_case, label_list, max_seq_length,
                with_text=True):
-    super().__init__(name="tagger_server")
-    self.model = model
-    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
-    self.with_text = with_text
-    if with_text:
-      self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
-    self.vocab_file = tf.saved_model.Asset(vocab_file)
-    self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    super().__init__("tagger_server", model, vocab_file, do_lower_case, with_text)
     self.label_names = tf.constant(list(label_list), tf.string)
     self.max_seq_length = max_seq_length
-    vocab = tokenization.load_vocab(vocab_file)
-    self.cls_id, self.sep_id, self.unk_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
 
   def _tag_ids(self, input_ids, input_mask, segment_ids):
     logits = self.model({"input_ids": input_ids, "input_mask": input_mask,
                          "segment_ids": segment_ids}, training=False)
     return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
-  @tf.function(input_signature=[IDS_SPEC, IDS_SPEC, IDS_SPEC])
+  @tf.function(input_signature=[servable.IDS_SPEC, servable.IDS_SPEC, servable.IDS_SPEC])
   def predict_ids(self, input_ids, input_mask, segment_ids):
     length = self.max_seq_length
     tag_ids = self._tag_ids(input_ids[:, :length], input_mask[:, :length],
@@ -70,7 +51,7 @@ class TaggerServer(tf.Module):
     pieces = tf.concat([pieces, tf.fill([pieces.nrows(), 1], tf.cast(self.unk_id, pieces.dtype))],
                        axis=1)
     counts = tf.clip_by_value(pieces.row_lengths() - 1, 1, budget)
-    pieces = _keep_first(pieces, counts)
+    pieces = graph_packing.keep_first(pieces, counts)
     ends = tf.cumsum(counts)
     sentence_starts = tf.gather(ends - counts, words.row_starts())
     # Pieces up to and including each word, counted from its sentence's start.
@@ -94,6 +75,6 @@ class TaggerServer(tf.Module):
     signatures = {"predict_ids": self.predict_ids.get_concrete_function()}
     if self.with_text:
       self.serve_sentences = tf.function(
-          self._serve_sentences, input_signature=[tf.TensorSpec([None], tf.string)])
+          self._serve_sentences, input_signature=[servable.TEXT_SPEC])
       signatures["serving_default"] = self.serve_sentences.get_concrete_function()
     return signatures

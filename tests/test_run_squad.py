@@ -134,7 +134,7 @@ def test_minilm_on_a_real_squad_slice(minilm_bert_dir, shared_data, tmp_path):
 
 
 @pytest.mark.parametrize("case, flags, message", [
-    ("nothing_to_do", [], "at least one of --do_train or --do_predict is needed"),
+    ("nothing_to_do", [], "at least one of --do_train, --do_predict, --export_dir is needed"),
     ("no_train_file", ["--do_train"], "--do_train needs --train_file"),
     ("query_too_long", ["--do_predict", f"--predict_file={SAMPLE_DEV}", "--max_seq_length=40",
                         "--max_query_length=37"],

@@ -1,6 +1,7 @@
 """Tokenization: the original's semantics, parity with HuggingFace on real text, in-graph equality."""
 
 import csv
+import itertools
 import os
 import unicodedata
 
@@ -151,6 +152,27 @@ def test_graph_tokenizer_equals_full_tokenizer_on_hand_written_text(uncased_voca
   expected = _python_ids(full, MULTILINGUAL_LINES)
   actual = _graph_ids(graph, MULTILINGUAL_LINES)
   assert not _first_mismatches(MULTILINGUAL_LINES, expected, actual)
+
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_piece_offsets_locate_each_piece_in_the_normalised_text(uncased_vocab, do_lower_case):
+  full = tokenization.FullTokenizer(str(uncased_vocab), do_lower_case)
+  graph = graph_tokenization.GraphTokenizer(str(uncased_vocab), do_lower_case)
+  out = graph.tokenize_with_offsets(tf.constant(MULTILINGUAL_LINES))
+  assert out["pieces"].to_list() == _graph_ids(graph, MULTILINGUAL_LINES)
+  for line, pieces, starts, ends, length in zip(
+      MULTILINGUAL_LINES, out["pieces"].to_list(), out["starts"].to_list(),
+      out["ends"].to_list(), out["normalized_lengths"].numpy()):
+    words = full.basic_tokenizer.tokenize(line)
+    normalized = "".join(words)
+    assert length == len(normalized), line
+    word_bounds = {0}.union(itertools.accumulate(len(word) for word in words))
+    for piece, start, end in zip(full.convert_ids_to_tokens(pieces), starts, ends):
+      if piece == "[UNK]":  # a whole basic token
+        assert start in word_bounds and end in word_bounds and start < end, line
+      else:
+        assert normalized[start:end] == piece.removeprefix("##"), (line, piece)
 
 
 def test_compatibility_characters_keep_their_identity(uncased_vocab):

@@ -1,0 +1,44 @@
+"""What every exported task module holds, whatever its signatures."""
+
+import tensorflow as tf
+
+from data import graph_tokenization
+from data import tokenization
+from modeling import optimization
+
+# Signature inputs: texts `[batch_size]`, token ids `[batch_size, seq_length]`.
+TEXT_SPEC = tf.TensorSpec([None], tf.string)
+IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
+
+
+class Servable(tf.Module):
+  """Base of the task servers: a fine-tuned model, its vocab and casing, and its tokenizer.
+
+  Attributes:
+    model: the Keras model holding the weights to export.
+    model_variables: its underlying tf.Variables, listed so that the TF1-style loader of
+      TensorFlow Serving and saved_model_cli restores them (a Keras 3 model alone is restored only
+      by tf.saved_model.load; keras-team/keras#20095).
+    tokenizer: a `GraphTokenizer` (only `with_text`).
+    vocab_file: the vocab, copied into the SavedModel's assets.
+    do_lower_case: its casing, a bool variable in the SavedModel.
+    cls_id, sep_id, unk_id: ids of `[CLS]`, `[SEP]`, `[UNK]`.
+
+  Args:
+    name: the module's name.
+    model, vocab_file, do_lower_case: see Attributes.
+    with_text: include the tokenizer; False serves token ids alone, a SavedModel without
+      tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
+  """
+
+  def __init__(self, name, model, vocab_file, do_lower_case, with_text):
+    super().__init__(name=name)
+    self.model = model
+    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
+    self.with_text = with_text
+    if with_text:
+      self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)
+    self.vocab_file = tf.saved_model.Asset(vocab_file)
+    self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    vocab = tokenization.load_vocab(vocab_file)
+    self.cls_id, self.sep_id, self.unk_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
