@@ -63,4 +63,4 @@ def optimizer_fn(flag_values, num_train_steps, num_warmup_steps):
 def write_label_list(output_dir, label_list):
   """Writes `output_dir/label_list.txt`, one label per line in label-id order, atomically."""
   with atomic_files.open_for_writing(os.path.join(output_dir, LABEL_LIST_FILENAME)) as f:
-    f.writelines(f"{label}\n" for label in label_list)
+    f.write("".join(f"{label}\n" for label in label_list))
