@@ -15,6 +15,7 @@ from data import graph_packing
 from data import sequence_pairs
 from data import tokenization
 from tests.conftest import REPO_ROOT
+from tests import saved_model_cli
 from tests.conftest import SAMPLES_DIR
 
 
@@ -119,26 +120,16 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
   assert answers["label"] == [labels[i] for i in np.argmax(runner, axis=1)]
   assert len(answers["bad_labels"]) == 4 and set(answers["bad_labels"]) <= set(labels)
 
-  listing = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "saved_model_cli"), "show",
-                            "--all", "--dir", str(export_dir / "7")],
-                           capture_output=True, text=True)
-  if listing.returncode:
-    listing = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli",
-                              "show", "--all", "--dir", str(export_dir / "7")],
-                             capture_output=True, text=True)
-  assert listing.returncode == 0, listing.stderr[-2000:]
-  signatures = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)Method name", listing.stdout,
-                               re.S))
-  for name in ("input_ids", "input_mask", "segment_ids"):
-    assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_INT32\s+shape: \(-1, -1\)",
-                     signatures["predict_ids"])
-  for name in ["text_a"] + (["text_b"] if pairs else []):
-    assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)",
-                     signatures["serving_default"])
+  listed = saved_model_cli.signatures(export_dir / "7")
+  ids = ("DT_INT32", "(-1, -1)")
+  assert listed["predict_ids"]["inputs"] == {"input_ids": ids, "input_mask": ids,
+                                             "segment_ids": ids}
+  assert listed["serving_default"]["inputs"] == {
+      name: ("DT_STRING", "(-1)") for name in ["text_a"] + (["text_b"] if pairs else [])}
   for signature in ("serving_default", "predict_ids"):
-    assert re.search(r"outputs\['probabilities'\] tensor_info:\s+dtype: DT_FLOAT\s+"
-                     rf"shape: \(-1, {len(labels)}\)", signatures[signature])
-    assert re.search(r"outputs\['label'\] tensor_info:\s+dtype: DT_STRING", signatures[signature])
+    assert listed[signature]["outputs"] == {"probabilities": ("DT_FLOAT", f"(-1, {len(labels)})"),
+                                            "logits": ("DT_FLOAT", f"(-1, {len(labels)})"),
+                                            "label": ("DT_STRING", "(-1)")}
 
 
 def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
@@ -167,13 +158,11 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
   assert label in ("craft", "food", "nature") and float(total) == pytest.approx(1.0, abs=1e-5)
   # saved_model_cli run loads it the TF1 way, as TensorFlow Serving's C++ loader does; that path
   # restores only variables the SavedModel tracks explicitly.
-  cli = subprocess.run(
-      [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
-       str(tmp_path / "export" / "3"), "--tag_set", "serve", "--signature_def", "predict_ids",
-       "--input_exprs", "input_ids=[[2,7,3,0]];input_mask=[[1,1,1,0]];segment_ids=[[0,0,0,0]]"],
-      capture_output=True, text=True)
-  assert cli.returncode == 0, cli.stderr[-3000:]
-  assert re.search(rf"Result for output key label:\s+\[b'{label}'\]", cli.stdout), cli.stdout
+  output = saved_model_cli.run(
+      "run", "--dir", tmp_path / "export" / "3", "--tag_set", "serve", "--signature_def",
+      "predict_ids", "--input_exprs",
+      "input_ids=[[2,7,3,0]];input_mask=[[1,1,1,0]];segment_ids=[[0,0,0,0]]")
+  assert re.search(rf"Result for output key label:\s+\[b'{label}'\]", output), output
 
 
 TAG_SENTENCES = r"""
@@ -214,3 +203,12 @@ def test_ner_export_tags_as_the_runner(tiny_model, tmp_path):
   empty, long, accented = answers["tags"][len(rows):]
   assert empty == [] and len(long) == 500 and len(accented) == 2
   assert answers["id_tags"] == 3
+
+  listed = saved_model_cli.signatures(export_dir / "2")
+  ids = ("DT_INT32", "(-1, -1)")
+  assert listed["serving_default"] == {
+      "inputs": {"sentences": ("DT_STRING", "(-1)")},
+      "outputs": {"words": ("DT_STRING", "(-1, -1)"), "tags": ("DT_STRING", "(-1, -1)")}}
+  assert listed["predict_ids"] == {
+      "inputs": {"input_ids": ids, "input_mask": ids, "segment_ids": ids},
+      "outputs": {"tag_ids": ids, "tags": ("DT_STRING", "(-1, -1)")}}

@@ -2,7 +2,6 @@
 process, gives extract_features.py's vectors and the pretraining model's masked-LM logits."""
 
 import json
-import re
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import pretraining_model
+from tests import saved_model_cli
 from tests.conftest import REPO_ROOT
 
 MAX_SEQ_LENGTH = 24
@@ -160,32 +160,20 @@ def test_export_serves_what_extract_features_and_the_pretraining_model_compute(p
                              atol=1e-6)
   np.testing.assert_allclose(served["bad_embed/embedding"], served["bad/embedding"], atol=1e-5)
 
-  listing = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli",
-                            "show", "--all", "--dir", str(export_path)],
-                           capture_output=True, text=True)
-  assert listing.returncode == 0, listing.stderr[-2000:]
-  signatures = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)Method name", listing.stdout,
-                               re.S))
-  assert sorted(signatures) == ["__saved_model_init_op", "embed", "predict_ids",
-                                "serving_default"]
+  listed = saved_model_cli.signatures(export_path)
+  assert sorted(listed) == ["__saved_model_init_op", "embed", "predict_ids", "serving_default"]
   hidden, vocab_size = model.config.hidden_size, model.config.vocab_size
-
-  def has(signature, kind, name, dtype, shape):
-    pattern = rf"{kind}\['{name}'\] tensor_info:\s+dtype: {dtype}\s+shape: \({shape}\)"
-    return re.search(pattern, signatures[signature]) is not None
-
-  for name in ("input_ids", "input_mask", "segment_ids"):
-    assert has("predict_ids", "inputs", name, "DT_INT32", "-1, -1")
-  for signature in ("serving_default", "embed"):
-    for name in ("text_a", "text_b"):
-      assert has(signature, "inputs", name, "DT_STRING", "-1")
-  for signature in ("serving_default", "predict_ids"):
-    assert has(signature, "outputs", "sequence_output", "DT_FLOAT", f"-1, -1, {hidden}")
-    assert has(signature, "outputs", "pooled_output", "DT_FLOAT", f"-1, {hidden}")
-    assert has(signature, "outputs", "mlm_logits", "DT_FLOAT", f"-1, -1, {vocab_size}")
-    assert has(signature, "outputs", "embedding", "DT_FLOAT", f"-1, {hidden}")
-    assert has(signature, "outputs", "input_mask", "DT_INT32", "-1, -1")
-  assert re.findall(r"outputs\['(\w+)'\]", signatures["embed"]) == ["embedding"]
+  ids, text = ("DT_INT32", "(-1, -1)"), ("DT_STRING", "(-1)")
+  outputs = {"sequence_output": ("DT_FLOAT", f"(-1, -1, {hidden})"),
+             "pooled_output": ("DT_FLOAT", f"(-1, {hidden})"),
+             "mlm_logits": ("DT_FLOAT", f"(-1, -1, {vocab_size})"),
+             "embedding": ("DT_FLOAT", f"(-1, {hidden})"), "input_ids": ids, "input_mask": ids}
+  assert listed["predict_ids"] == {
+      "inputs": {"input_ids": ids, "input_mask": ids, "segment_ids": ids}, "outputs": outputs}
+  assert listed["serving_default"] == {"inputs": {"text_a": text, "text_b": text},
+                                       "outputs": outputs}
+  assert listed["embed"] == {"inputs": {"text_a": text, "text_b": text},
+                             "outputs": {"embedding": outputs["embedding"]}}
 
 
 IDS_ONLY = r"""

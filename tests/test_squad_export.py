@@ -16,6 +16,7 @@ from data import squad_features
 from data import squad_postprocessing
 from data import tokenization
 from serving import squad_spans
+from tests import saved_model_cli
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 
@@ -211,18 +212,6 @@ def check_answers_as_the_runner(vocab_file, predict_file, output_dir, export_pat
   return out
 
 
-def saved_model_cli(*args, with_text_ops=False):
-  """`saved_model_cli` (TF1-style loading, as TensorFlow Serving); `with_text_ops` registers the
-  tensorflow-text ops first, as a TF Serving build that links them."""
-  imports = "import tensorflow_text; " if with_text_ops else ""
-  code = f"import sys; {imports}from tensorflow.python.tools import saved_model_cli; " + (
-      "sys.exit(saved_model_cli.main())")
-  result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                          text=True)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result.stdout
-
-
 def test_v2_export_answers_as_the_runner(trained):
   vocab_file, config_file, output_dir, export_dir = trained
   # A threshold in the middle of the null score differences, so that some answers are null: in
@@ -246,7 +235,7 @@ def test_v2_export_answers_as_the_runner(trained):
   rows = [row for row, context in enumerate(out["request"]["contexts"]) if ";" not in context]
   row = max(rows, key=lambda row: bool(answers[row]))
   question, context = out["request"]["questions"][row], out["request"]["contexts"][row]
-  output = saved_model_cli(
+  output = saved_model_cli.run(
       "run", "--dir", export_dir / "1", "--tag_set", "serve", "--signature_def",
       "serving_default", "--input_exprs",
       f"question=[{json.dumps(question)}];context=[{json.dumps(context)}]", with_text_ops=True)
@@ -254,22 +243,16 @@ def test_v2_export_answers_as_the_runner(trained):
   assert printed, output
   assert printed.group(2) == answers[row]
 
-  listing = saved_model_cli("show", "--all", "--dir", export_dir / "1")
-  signatures = dict(re.findall(r"signature_def\['(\w+)'\]:(.*?)Method name", listing, re.S))
-  def declared(signature, kind, name, dtype, shape):
-    return re.search(rf"{kind}\['{name}'\] tensor_info:\s+dtype: {dtype}\s+shape: {shape}\s",
-                     signatures[signature])
-  for name in ("question", "context"):
-    assert declared("serving_default", "inputs", name, "DT_STRING", r"\(-1\)")
-  for name, dtype in (("answer", "DT_STRING"), ("answer_start", "DT_INT32"),
-                      ("answer_end", "DT_INT32"), ("null_score_diff", "DT_FLOAT")):
-    assert declared("serving_default", "outputs", name, dtype, r"\(-1\)")
-  for name in ("input_ids", "input_mask", "segment_ids"):
-    assert declared("predict_ids", "inputs", name, "DT_INT32", r"\(-1, -1\)")
-  for signature in ("serving_default", "predict_ids"):
-    for name in ("start_logits", "end_logits"):
-      assert declared(signature, "outputs", name, "DT_FLOAT", r"\(-1, -1\)")
-  assert len(re.findall(r"outputs\['", signatures["predict_ids"])) == 2
+  listed = saved_model_cli.signatures(export_dir / "1")
+  ids, logits, text = ("DT_INT32", "(-1, -1)"), ("DT_FLOAT", "(-1, -1)"), ("DT_STRING", "(-1)")
+  assert listed["serving_default"] == {
+      "inputs": {"question": text, "context": text},
+      "outputs": {"answer": text, "answer_start": ("DT_INT32", "(-1)"),
+                  "answer_end": ("DT_INT32", "(-1)"), "null_score_diff": ("DT_FLOAT", "(-1)"),
+                  "start_logits": logits, "end_logits": logits}}
+  assert listed["predict_ids"] == {
+      "inputs": {"input_ids": ids, "input_mask": ids, "segment_ids": ids},
+      "outputs": {"start_logits": logits, "end_logits": logits}}
 
 
 IDS_ONLY = r"""
@@ -318,7 +301,7 @@ def test_v1_export_from_a_checkpoint_alone_and_ids_only(trained, tmp_path):
       assert got == pytest.approx(want, abs=1e-5)
   # saved_model_cli run loads it the TF1 way, as TensorFlow Serving does.
   expressions = ";".join(f"{name}={value}" for name, value in small.items())
-  output = saved_model_cli("run", "--dir", export_dir / "3", "--tag_set", "serve",
+  output = saved_model_cli.run("run", "--dir", export_dir / "3", "--tag_set", "serve",
                            "--signature_def", "predict_ids", "--input_exprs",
                            expressions.replace(" ", ""))
   printed = re.search(r"Result for output key start_logits:\s+\[\[([^\]]+)\]\]", output)
