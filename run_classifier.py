@@ -30,7 +30,6 @@ from data import file_patterns
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from serving import classifier_server
-from serving import saved_model_export
 from training import classifier_task
 from training import cli
 from training import distribution
@@ -190,14 +189,9 @@ def main(argv):
       write_test_results(path, values)
       logging.info("wrote %d predictions to %s", len(values), path)
   if FLAGS.export_dir:
-    trainer.initialize()
-    server = classifier_server.ClassifierServer(
-        trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case, label_list, kind,
-        FLAGS.max_seq_length, has_pairs=processor.has_pairs,
-        with_text=not FLAGS.export_ids_only)
-    if trainer.is_chief:
-      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
-                                FLAGS.export_version)
+    fine_tuning.export(trainer, FLAGS, lambda model, with_text: classifier_server.ClassifierServer(
+        model, FLAGS.vocab_file, FLAGS.do_lower_case, label_list, kind, FLAGS.max_seq_length,
+        has_pairs=processor.has_pairs, with_text=with_text))
 
 
 if __name__ == "__main__":

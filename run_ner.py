@@ -27,7 +27,6 @@ from data import ner_metrics
 from data import schemas
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import saved_model_export
 from serving import tagger_server
 from training import cli
 from training import distribution
@@ -166,13 +165,9 @@ def main(argv):
       logging.info("Predict file scores: precision %.4f, recall %.4f, f1 %.4f",
                    results["precision"], results["recall"], results["f1"])
   if FLAGS.export_dir:
-    trainer.initialize()
-    server = tagger_server.TaggerServer(trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                        label_list, FLAGS.max_seq_length,
-                                        with_text=not FLAGS.export_ids_only)
-    if trainer.is_chief:
-      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
-                                FLAGS.export_version)
+    fine_tuning.export(trainer, FLAGS, lambda model, with_text: tagger_server.TaggerServer(
+        model, FLAGS.vocab_file, FLAGS.do_lower_case, label_list, FLAGS.max_seq_length,
+        with_text=with_text))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from data import squad_metrics
 from data import squad_postprocessing
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import saved_model_export
 from serving import squad_server
 from training import cli
 from training import distribution
@@ -242,15 +241,10 @@ def main(argv):
   if FLAGS.do_predict:
     predict(trainer, predict_data, dynamic_padding)
   if FLAGS.export_dir:
-    trainer.initialize()
-    server = squad_server.SquadServer(
-        trainer.model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+    fine_tuning.export(trainer, FLAGS, lambda model, with_text: squad_server.SquadServer(
+        model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
         FLAGS.max_query_length, FLAGS.max_answer_length, FLAGS.n_best_size,
-        FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold,
-        with_text=not FLAGS.export_ids_only)
-    if trainer.is_chief:
-      saved_model_export.export(server, FLAGS.export_dir, server.signatures(),
-                                FLAGS.export_version)
+        FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold, with_text=with_text))
 
 
 if __name__ == "__main__":

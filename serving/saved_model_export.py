@@ -16,6 +16,20 @@ class ExportError(ValueError):
   """The export directory or version cannot be used."""
 
 
+def check_version(export_dir, version):
+  """Raises `ExportError` unless `export_dir/<version>` can be written (a positive integer, not
+  there yet); None means the Unix time at export. Called before training, so that a bad
+  --export_version stops the run before hours of work, and again by `export`."""
+  if version is None:
+    return
+  if not isinstance(version, int) or version <= 0:
+    raise ExportError(f"--export_version must be a positive integer, got {version!r}")
+  path = os.path.join(export_dir, str(version))
+  if os.path.exists(path):
+    raise ExportError(f"{path} exists already; TF Serving versions are immutable, choose another "
+                      "--export_version")
+
+
 def export(module, export_dir, signatures, version=None):
   """Saves `module` as `export_dir/<version>`.
 
@@ -32,12 +46,8 @@ def export(module, export_dir, signatures, version=None):
     ExportError: the version exists already or is not a positive integer.
   """
   version = int(time.time()) if version is None else version
-  if not isinstance(version, int) or version <= 0:
-    raise ExportError(f"--export_version must be a positive integer, got {version!r}")
+  check_version(export_dir, version)
   path = os.path.join(export_dir, str(version))
-  if os.path.exists(path):
-    raise ExportError(f"{path} exists already; TF Serving versions are immutable, choose another "
-                      "--export_version")
   os.makedirs(export_dir, exist_ok=True)
   temp_path = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
   try:

@@ -138,8 +138,9 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
       [sys.executable, str(REPO_ROOT / "run_classifier.py"), "--task_name=tsv",
        f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
        f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
-       "--max_seq_length=16", f"--export_dir={tmp_path / 'export'}", "--export_version=3",
-       "--export_ids_only", "--distribution_strategy=one_device"],
+       "--max_seq_length=16", "--do_train", "--num_train_epochs=1", "--train_batch_size=8",
+       f"--export_dir={tmp_path / 'export'}", "--export_version=3", "--export_ids_only",
+       "--distribution_strategy=one_device"],
       capture_output=True, text=True, cwd=REPO_ROOT)
   assert result.returncode == 0, result.stderr[-3000:]
   assert b"Wordpiece" not in (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()

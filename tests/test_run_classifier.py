@@ -151,6 +151,8 @@ def bad_data_dir(tmp_path, train, dev=None):
     ("empty_train", r"the train file of task 'tsv' holds no example"),
     ("too_long", r"--max_seq_length=128 exceeds max_position_embeddings 64"),
     ("case_mismatch", r"`uncased_L-12_H-768_A-12` seems to be a lowercased model"),
+    ("taken_export_version", r"export/5 exists already; TF Serving versions are immutable"),
+    ("untrained_export", r"--export_dir without --do_train needs a checkpoint in --output_dir="),
 ])
 def test_bad_input_fails_before_training(tiny_model, tmp_path, case, expected):
   flags = dict(arg.split("=", 1) for arg in sample_flags(tiny_model, tmp_path / "out"))
@@ -171,6 +173,12 @@ def test_bad_input_fails_before_training(tiny_model, tmp_path, case, expected):
   elif case == "case_mismatch":
     flags["--init_checkpoint"] = str(tmp_path / "uncased_L-12_H-768_A-12" / "bert_model.ckpt")
     extra.append("--do_lower_case=false")
+  elif case == "taken_export_version":
+    (tmp_path / "export" / "5").mkdir(parents=True)
+    extra += [f"--export_dir={tmp_path / 'export'}", "--export_version=5"]
+  elif case == "untrained_export":
+    flags.pop("--init_checkpoint", None)
+    extra = [f"--export_dir={tmp_path / 'export'}"]
   result = run_classifier(*(f"{k}={v}" for k, v in flags.items()), *extra)
   assert result.returncode != 0
   last_line = result.stderr.strip().splitlines()[-1]

@@ -1,11 +1,14 @@
 """What the fine-tuning runners (run_classifier, run_ner, run_squad) share after their flags are
-parsed: checks before any work, the step count, the optimizer, the label list file."""
+parsed: checks before any work, the step count, the optimizer, the label list file, the export."""
 
 import os
+
+import tensorflow as tf
 
 from data import atomic_files
 from data import tokenization
 from modeling import optimization
+from serving import saved_model_export
 from training import cli
 
 LABEL_LIST_FILENAME = "label_list.txt"
@@ -40,6 +43,41 @@ def check_flags(flag_values, bert_config):
         f"--warmup_proportion must be in [0, 1], got {flag_values.warmup_proportion}")
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
+  if "export_dir" in flag_values and flag_values.export_dir:
+    check_export_flags(flag_values)
+
+
+def check_export_flags(flag_values):
+  """Raises `cli.UsageError` for an export that would fail or hold untrained weights, before any
+  work: a taken or non-positive --export_version; no --do_train, no checkpoint in --output_dir
+  and no --init_checkpoint."""
+  try:
+    saved_model_export.check_version(flag_values.export_dir, flag_values.export_version)
+  except saved_model_export.ExportError as error:
+    raise cli.UsageError(str(error)) from None
+  if (not flag_values.do_train and not flag_values.init_checkpoint
+      and not tf.train.latest_checkpoint(flag_values.output_dir)):
+    raise cli.UsageError(
+        f"--export_dir without --do_train needs a checkpoint in --output_dir="
+        f"{flag_values.output_dir} or an --init_checkpoint; there is none, and an export of "
+        "untrained weights would serve noise")
+
+
+def export(trainer, flag_values, make_server):
+  """Writes the trained model for TensorFlow Serving (every worker builds the servable; only the
+  chief writes it).
+
+  Args:
+    trainer: the runner's `engine.Trainer` (restored from --output_dir or --init_checkpoint if it
+      has not trained).
+    flag_values: the parsed flags (--export_dir, --export_version, --export_ids_only).
+    make_server: `(model, with_text) -> servable` with a `signatures()` method.
+  """
+  trainer.initialize()
+  server = make_server(trainer.model, not flag_values.export_ids_only)
+  if trainer.is_chief:
+    saved_model_export.export(server, flag_values.export_dir, server.signatures(),
+                              flag_values.export_version)
 
 
 def train_steps(flag_values, num_examples):
