@@ -63,7 +63,7 @@ for line in open(sys.argv[1]):
   print('   [CLS] layer', first['index'], len(first['values']), 'values:', first['values'][:4], '...')
 " "$DEMO_DIR/features.jsonl"
 
-stage "5b. Export the pretrained checkpoint as a feature extractor and ask the export in a new process"
+stage "6. Export the pretrained checkpoint as a feature extractor and ask the export in a new process"
 rm -rf "$DEMO_DIR/encoder_export"
 "$PYTHON" export_model.py --vocab_file="$DEMO_DIR/vocab.txt" \
   --bert_config_file="$DEMO_DIR/bert_config.json" \
@@ -91,7 +91,7 @@ print("  serving_default outputs for the first sentence: " + ", ".join(
     f"{name} {tuple(value.shape)}" for name, value in sorted(outputs.items())))
 PY
 
-stage "6. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
+stage "7. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
 rm -rf "$DEMO_DIR/classifier_output"
 "$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
   --text_a_column=sentence --label_column=label --vocab_file="$DEMO_DIR/vocab.txt" \
@@ -112,7 +112,7 @@ for sentence, line in zip(sentences, open(f"{output}/test_results.tsv")):
   print(f"  {labels[best]:7} ({probabilities[best]:.2f})  {sentence}")
 PY
 
-stage "7. Fine-tune it to tag people, places and organisations (CoNLL format, IOB2)"
+stage "8. Fine-tune it to tag people, places and organisations (CoNLL format, IOB2)"
 rm -rf "$DEMO_DIR/ner_output"
 "$PYTHON" run_ner.py --data_dir=samples/ner --vocab_file="$DEMO_DIR/vocab.txt" \
   --bert_config_file="$DEMO_DIR/bert_config.json" \
@@ -124,7 +124,7 @@ grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_resu
 echo "predictions.txt (word, gold tag, predicted tag):"
 sed 's/^/  /' "$DEMO_DIR/ner_output/predictions.txt"
 
-stage "8. Fine-tune it to answer questions about the corpus (SQuAD v2.0 format, some unanswerable), export it, ask the export"
+stage "9. Fine-tune it to answer questions about the corpus (SQuAD v2.0 format, some unanswerable), export it, ask the export"
 rm -rf "$DEMO_DIR/squad_output"
 "$PYTHON" run_squad.py --train_file=samples/squad/train.json \
   --predict_file=samples/squad/dev.json --version_2_with_negative \
@@ -172,7 +172,7 @@ for question, context, answer, start, end in zip(
         f"(characters {start}-{end} of the context)")
 PY
 
-stage "9. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
+stage "10. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
 rm -rf "$DEMO_DIR/export"
 "$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
   --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
