@@ -86,6 +86,37 @@ def feature_spec(max_seq_length, kind, num_labels):
   return schemas.classifier_feature_spec(max_seq_length)
 
 
+def write_padded_records(path, examples, to_tf_example, padding_tf_example, batch_size=1):
+  """Writes `to_tf_example(e)` of each example, then copies of `padding_tf_example` up to a
+  multiple of `batch_size` rows, to a TFRecord file that appears only when complete.
+
+  Args:
+    path: the output file.
+    examples: list of examples of any type.
+    to_tf_example: callable example -> `tf.train.Example` (may raise `InputError`).
+    padding_tf_example: the `tf.train.Example` of a padding row (`is_real_example = 0`).
+    batch_size: pad the record count to a multiple of this (1: no padding, for training).
+
+  Returns:
+    `(num_real, num_padding)` rows written.
+  """
+  num_padding = -len(examples) % batch_size
+  bar = progress.Progress(total=len(examples), unit="examples", log_seconds=30.0)
+
+  def tf_examples():
+    for example in examples:
+      yield to_tf_example(example)
+      bar.update()
+    for _ in range(num_padding):
+      yield padding_tf_example
+
+  try:
+    atomic_files.write_tf_examples(path, tf_examples())
+  finally:
+    bar.close()
+  return len(examples), num_padding
+
+
 def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, batch_size=1):
   """Writes `examples` to a TFRecord file, padded with padding rows to a multiple of `batch_size`.
 
@@ -107,19 +138,7 @@ def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, b
     file_patterns.InputError: an example's label is not in `label_list`.
   """
   label_to_index = {label: index for index, label in enumerate(label_list)}
-  num_padding = -len(examples) % batch_size
-  bar = progress.Progress(total=len(examples), unit="examples", log_seconds=30.0)
-
-  def tf_examples():
-    for example in examples:
-      yield to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index)
-      bar.update()
-    padding = padding_tf_example(max_seq_length, kind, len(label_list))
-    for _ in range(num_padding):
-      yield padding
-
-  try:
-    atomic_files.write_tf_examples(path, tf_examples())
-  finally:
-    bar.close()
-  return len(examples), num_padding
+  return write_padded_records(
+      path, examples,
+      lambda example: to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index),
+      padding_tf_example(max_seq_length, kind, len(label_list)), batch_size)

@@ -39,21 +39,26 @@ class InputExample:
   source: str
 
 
-def read_rows(path, delimiter="\t", quotechar=None):
+def read_rows(path, delimiter="\t", quotechar=None, strict=False):
   """Yields `(line_number, row)` of a delimited file (1-based lines; a UTF-8 BOM is dropped).
 
   As the original, TSV is read with `quotechar=None`: GLUE text holds bare `"` characters.
+  `strict` makes a stray quote (`"a"b`) or an unterminated quoted field an error.
 
   Raises:
-    file_patterns.InputError: the file is missing or is not UTF-8.
+    file_patterns.InputError: the file is missing or is not UTF-8, or (naming the line) a row the
+      csv module rejects.
   """
   if not os.path.isfile(path):
     raise file_patterns.InputError(f"{path}: no such file")
   try:
     with open(path, encoding="utf-8-sig", newline="") as f:
-      reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar)
-      for row in reader:
-        yield reader.line_num, row
+      reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=strict)
+      try:
+        for row in reader:
+          yield reader.line_num, row
+      except csv.Error as error:
+        raise file_patterns.InputError(f"{path}:{reader.line_num}: malformed ({error})") from None
   except UnicodeDecodeError as error:
     raise file_patterns.InputError(f"{path}: not UTF-8 text ({error.reason} at byte "
                                    f"{error.start})") from None

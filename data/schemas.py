@@ -40,6 +40,19 @@ def classifier_feature_spec(max_seq_length, label_dtype=tf.int64, num_label_valu
   }
 
 
+def multiple_choice_feature_spec(num_choices, max_seq_length):
+  """Features of `run_multiple_choice.py`'s records (not in the original, which had no such
+  runner). Each record stores `input_ids`, `input_mask`, `segment_ids` as flat int64 lists of
+  `num_choices * max_seq_length` values, choice-major (choice i at `[i * max_seq_length,
+  (i + 1) * max_seq_length)`); this spec parses them as `[num_choices, max_seq_length]`.
+  `label_ids` is the right choice's index, `is_real_example` 0 for batch padding rows."""
+  spec = {name: tf.io.FixedLenFeature([num_choices, max_seq_length], tf.int64)
+          for name in ("input_ids", "input_mask", "segment_ids")}
+  spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
+  spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64)
+  return spec
+
+
 def tagging_feature_spec(max_seq_length):
   """Features of `run_ner.py`'s records (not in the original, which had no NER runner):
   `label_ids` `[max_seq_length]`, -1 where no label applies."""

@@ -172,7 +172,43 @@ for question, context, answer, start, end in zip(
         f"(characters {start}-{end} of the context)")
 PY
 
-stage "10. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
+stage "10. Fine-tune it to pick the sentence that continues a context (multiple choice, JSON lines), export it, ask the export"
+rm -rf "$DEMO_DIR/multiple_choice_output" "$DEMO_DIR/multiple_choice_export"
+"$PYTHON" run_multiple_choice.py --task_name=jsonl --data_dir=samples/multiple_choice \
+  --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" \
+  --output_dir="$DEMO_DIR/multiple_choice_output" --do_train --do_eval --do_predict \
+  --max_seq_length=64 --train_batch_size=8 --num_train_epochs=10 --learning_rate=5e-4 \
+  --steps_per_loop=52 --export_dir="$DEMO_DIR/multiple_choice_export" --export_version=1 \
+  --distribution_strategy=one_device --alsologtostderr=false
+cat "$DEMO_DIR/multiple_choice_output/eval_results.txt"
+"$PYTHON" - "$DEMO_DIR/multiple_choice_output" <<'PY'
+import json, sys
+tests = [json.loads(line) for line in open("samples/multiple_choice/test.jsonl")]
+for test, line in zip(tests, open(f"{sys.argv[1]}/predictions.jsonl")):
+  prediction = json.loads(line)
+  choice = prediction["choice"]
+  print(f"  {test['context']}\n      -> ({prediction['probabilities'][choice]:.2f}) "
+        f"{test['choices'][choice]}")
+PY
+echo "Asked in a new process (a context and its choices in, the choice and its probabilities out):"
+"$PYTHON" - "$DEMO_DIR/multiple_choice_export/1" <<'PY'
+import sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+model = tf.saved_model.load(sys.argv[1])
+context = "The keeper climbed the stairs to light the lamp."
+choices = ["The beam swept across the dark water all night.", "She fed the starter with flour.",
+           "The players shook hands over the board."]
+outputs = model.signatures["serving_default"](context=tf.constant([context]),
+                                              choices=tf.constant([choices]))
+print(f"  {context}")
+for choice, probability in zip(choices, outputs["probabilities"].numpy()[0]):
+  print(f"      {probability:.2f}  {choice}")
+print(f"      chosen: {int(outputs['choice'].numpy()[0])}")
+PY
+
+stage "11. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
 rm -rf "$DEMO_DIR/export"
 "$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
   --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \

@@ -125,3 +125,34 @@ def test_distributed_input_fn_gives_per_replica_batches(tmp_path):
   batches = list(input_pipeline.distribute_input_fn(strategy, input_fn))
   assert len(batches) == 2
   np.testing.assert_array_equal(batches[1]["input_ids"].numpy()[:, 0], [4, 5, 6, 7])
+
+
+def test_dynamic_padding_cuts_several_sequences_per_example_to_their_longest(tmp_path):
+  # Multiple-choice records: 3 sequences of max length 40 per example, stored flat.
+  lengths = [[5, 9, 2], [20, 3, 3], [1, 1, 1]]
+  path = tmp_path / "choices.tfrecord"
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for example_id, example_lengths in enumerate(lengths):
+      mask = [[1] * n + [0] * (40 - n) for n in example_lengths]
+      ids = [[example_id + 1] * n + [0] * (40 - n) for n in example_lengths]
+      writer.write(tf.train.Example(features=tf.train.Features(feature={
+          "input_ids": schemas.int64_feature(np.ravel(ids)),
+          "input_mask": schemas.int64_feature(np.ravel(mask)),
+          "label_ids": schemas.int64_feature([example_id])})).SerializeToString())
+  spec = {"input_ids": tf.io.FixedLenFeature([3, 40], tf.int64),
+          "input_mask": tf.io.FixedLenFeature([3, 40], tf.int64),
+          "label_ids": tf.io.FixedLenFeature([], tf.int64)}
+  features = ("input_ids", "input_mask")
+  batches = list(input_pipeline.make_dataset([str(path)], spec, 2, is_training=False,
+                                             drop_remainder=False, dynamic_padding=True,
+                                             sequence_features=features))
+  # Evaluation batches: padded to the longest sequence of the batch, choices kept apart.
+  assert [batch["input_ids"].shape for batch in batches] == [[2, 3, 20], [1, 3, 1]]
+  np.testing.assert_array_equal(batches[0]["input_mask"].numpy().sum(-1), lengths[:2])
+  np.testing.assert_array_equal(batches[0]["input_ids"][1, 0].numpy(), [2] * 20)
+  # Training batches: the bucket of the longest sequence (16-token steps), any order.
+  training = input_pipeline.make_dataset([str(path)], spec, 1, is_training=True,
+                                         dynamic_padding=True, sequence_features=features,
+                                         shuffle_buffer_size=0)
+  shapes = {tuple(batch["input_ids"].shape) for batch in training.take(6)}
+  assert shapes == {(1, 3, 16), (1, 3, 32)}

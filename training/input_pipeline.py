@@ -25,14 +25,17 @@ def trim_padding(features, sequence_features=SEQUENCE_FEATURES):
   """Cuts the sequence features of one example to its real length (at least 1 token).
 
   Args:
-    features: dict name -> tensor of one parsed example; `input_mask` `[max_seq_length]`.
-    sequence_features: names of the `[max_seq_length]` features to cut.
+    features: dict name -> tensor of one parsed example; `input_mask` `[max_seq_length]`, or
+      `[num_sequences, max_seq_length]` for an example of several sequences (multiple choice),
+      which are cut to the longest of them.
+    sequence_features: names of the features to cut, shaped as `input_mask`.
 
   Returns:
-    the dict with those features `[length]`; the others unchanged.
+    the dict with those features `[length]` (or `[num_sequences, length]`); the others unchanged.
   """
-  length = tf.maximum(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32)), 1)
-  return {name: value[:length] if name in sequence_features else value
+  lengths = tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=-1)
+  length = tf.maximum(tf.reduce_max(lengths), 1)
+  return {name: value[..., :length] if name in sequence_features else value
           for name, value in features.items()}
 
 
@@ -59,7 +62,8 @@ def batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_pad
     drop_remainder: drop the last partial batch.
     dynamic_padding: trim padding as above; else plain batches of `max_seq_length`.
     max_seq_length: the records' sequence length (for the buckets).
-    sequence_features: names of the `[max_seq_length]` features.
+    sequence_features: names of the `[max_seq_length]` (or `[num_sequences, max_seq_length]`)
+      features.
 
   Returns:
     `tf.data.Dataset` of batches.
@@ -72,7 +76,7 @@ def batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_pad
     return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
   boundaries = bucket_boundaries(max_seq_length)
   return dataset.bucket_by_sequence_length(
-      lambda features: tf.shape(features["input_ids"])[0], boundaries,
+      lambda features: tf.shape(features["input_ids"])[-1], boundaries,
       [batch_size] * (len(boundaries) + 1), pad_to_bucket_boundary=True,
       drop_remainder=drop_remainder)
 
@@ -125,7 +129,7 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     records = records.shuffle(shuffle_buffer_size, seed=seed)
   dataset = records.map(lambda record: schemas.decode_record(record, feature_spec),
                         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
-  max_seq_length = feature_spec["input_ids"].shape[0] if dynamic_padding else None
+  max_seq_length = feature_spec["input_ids"].shape[-1] if dynamic_padding else None
   dataset = batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_padding,
                            max_seq_length, sequence_features)
   return dataset.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,90 @@
+"""`BertMultipleChoice`: the encoder scoring each (context, choice) pair with one learned vector;
+a softmax over an example's scores picks the choice (the BERT paper's SWAG setup)."""
+
+import keras
+import tensorflow as tf
+
+from modeling import bert_config as bert_config_lib
+from modeling import classifier_model
+from modeling import encoder as encoder_lib
+from modeling import heads
+
+# Checkpoint scope of the scoring vector, beside the original's `cls/squad`, `cls/predictions`.
+MULTIPLE_CHOICE_SCOPE = "cls/multiple_choice"
+
+
+def _fold_choices(ids):
+  """`[batch_size, num_choices, seq_length]` -> `[batch_size * num_choices, seq_length]`."""
+  return tf.reshape(ids, [-1, tf.shape(ids)[-1]])
+
+
+def _unfold_scores(args):
+  """Scores `[batch_size * num_choices, 1]` -> `[batch_size, num_choices]` (shape from ids)."""
+  scores, ids = args
+  return tf.reshape(scores, tf.shape(ids)[:2])
+
+
+class BertMultipleChoice(keras.Model):
+  """Encoder + dropout + `cls/multiple_choice/output_weights [1, H]` / `output_bias [1]` on the
+  pooled output of every pair.
+
+  Every choice of an example is encoded as its own `[CLS] context [SEP] choice [SEP]` sequence
+  (the batch and choice dimensions are folded into one for the encoder); the score of a choice is
+  `pooled . output_weights^T + output_bias`. Dropout 0.1 on the pooled output, as the classifier.
+
+  Args:
+    config: a `BertConfig` (or its dict).
+    **kwargs: passed to `keras.Model`.
+
+  Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32
+    `[batch_size, num_choices, seq_length]` (any number of choices); other keys (`label_ids`,
+    `is_real_example`) are ignored.
+
+  Outputs: float32 scores (logits of the softmax over choices) `[batch_size, num_choices]`.
+
+  Example:
+    >>> model = BertMultipleChoice(BertConfig.from_json_file("bert_config.json"))
+    >>> scores = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+  """
+
+  def __init__(self, config, **kwargs):
+    if isinstance(config, dict):
+      config = bert_config_lib.BertConfig.from_dict(config)
+
+    # === Layers ===
+    encoder = encoder_lib.BertEncoder(config, name="bert")
+    score_layer = heads.OutputProjection(1, config.hidden_size, config.initializer_range,
+                                         dropout_rate=classifier_model.CLASSIFIER_DROPOUT,
+                                         name="multiple_choice")
+    fold = keras.layers.Lambda(_fold_choices, name="fold_choices")
+    unfold = keras.layers.Lambda(_unfold_scores, name="unfold_scores")
+
+    # === Functional model ===
+    inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
+              for name in classifier_model.ENCODER_INPUTS}
+    pooled = encoder({name: fold(value) for name, value in inputs.items()})["pooled_output"]
+    scores = unfold([score_layer(pooled), inputs["input_ids"]])
+    super().__init__(inputs=inputs, outputs=scores, **kwargs)
+
+    # === Config ===
+    self.config = config
+    self.encoder = encoder
+    self.score_layer = score_layer
+
+  def call(self, inputs, training=False):
+    """Runs the model on `inputs`, dropping keys that are not model inputs."""
+    return super().call({name: inputs[name] for name in classifier_model.ENCODER_INPUTS},
+                        training=training)
+
+  def name_to_variable(self):
+    """Returns {original checkpoint name: variable}: `bert/...`, `cls/multiple_choice/output_*`."""
+    names = self.encoder.name_to_variable()
+    names.update(self.score_layer.name_to_variable(scope=MULTIPLE_CHOICE_SCOPE))
+    return names
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "name": self.name}
+
+  @classmethod
+  def from_config(cls, config):
+    return cls(**config)
