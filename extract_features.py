@@ -20,6 +20,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from data import atomic_files
 from data import progress
 from data import sequence_pairs
 from data import text_files
@@ -146,36 +147,29 @@ def main(argv):
     return [outputs["encoder_outputs"][index] for index in layer_indices]
 
   as_npy = FLAGS.pooling != "none" and FLAGS.output_file.endswith(".npy")
-  # np.save appends ".npy" to names without it, so the temporary name keeps the suffix.
-  temp_path = f"{FLAGS.output_file}.tmp-{os.getpid()}" + (".npy" if as_npy else "")
   bar = progress.Progress(total=total, unit="lines")
   embeddings = []
-  try:
-    with open(temp_path, "w", encoding="utf-8") as writer:
-      for batch in batches(read_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length,
-                           FLAGS.batch_size):
-        # Padding to the longest input of the batch instead of max_seq_length: padded positions
-        # are masked out of attention, so the real tokens' vectors are unchanged.
-        length = max(len(packed.tokens) for _, packed in batch)
-        arrays = [np.array([getattr(packed, name)[:length] for _, packed in batch], np.int32)
-                  for name in ("input_ids", "input_mask", "segment_ids")]
-        outputs = [output.numpy() for output in encode(*arrays)]
-        if as_npy:
-          embeddings.append(outputs[0])
-        for row, (line_index, packed) in enumerate(batch):
-          if FLAGS.pooling == "none":
-            writer.write(to_json_line(line_index, packed.tokens,
-                                      [output[row] for output in outputs], layer_indices))
-          elif not as_npy:
-            writer.write(json.dumps({"linex_index": line_index, "embedding": [
-                round(float(x), 6) for x in outputs[0][row]]}) + "\n")
-        bar.update(len(batch))
+  with atomic_files.open_for_writing(FLAGS.output_file, "wb" if as_npy else "w") as writer:
+    for batch in batches(read_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length,
+                         FLAGS.batch_size):
+      # Padding to the longest input of the batch instead of max_seq_length: padded positions
+      # are masked out of attention, so the real tokens' vectors are unchanged.
+      length = max(len(packed.tokens) for _, packed in batch)
+      arrays = [np.array([getattr(packed, name)[:length] for _, packed in batch], np.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")]
+      outputs = [output.numpy() for output in encode(*arrays)]
+      if as_npy:
+        embeddings.append(outputs[0])
+      for row, (line_index, packed) in enumerate(batch):
+        if FLAGS.pooling == "none":
+          writer.write(to_json_line(line_index, packed.tokens,
+                                    [output[row] for output in outputs], layer_indices))
+        elif not as_npy:
+          writer.write(json.dumps({"linex_index": line_index, "embedding": [
+              round(float(x), 6) for x in outputs[0][row]]}) + "\n")
+      bar.update(len(batch))
     if as_npy:
-      np.save(temp_path, np.concatenate(embeddings).astype(np.float32))
-    os.replace(temp_path, FLAGS.output_file)
-  finally:
-    if os.path.exists(temp_path):
-      os.remove(temp_path)
+      np.save(writer, np.concatenate(embeddings).astype(np.float32))
   bar.close()
   logging.info("wrote %s", FLAGS.output_file)
 

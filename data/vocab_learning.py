@@ -7,12 +7,11 @@ own `BasicTokenizer`, which case-folds with NFKC.
 """
 
 import collections
-import os
-import tempfile
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from data import atomic_files
 from data import graph_tokenization
 
 # Released vocabularies put 99 unused slots between [PAD] and [UNK], so [UNK]=100 .. [MASK]=103.
@@ -81,13 +80,6 @@ def learn_vocab(word_counts, vocab_size, num_unused=DEFAULT_NUM_UNUSED,
 
 
 def write_vocab(vocab, vocab_file):
-  """Writes one entry per line to `vocab_file` through a temporary file renamed on success."""
-  directory = os.path.dirname(os.path.abspath(vocab_file))
-  handle, temp_path = tempfile.mkstemp(prefix=".vocab-", dir=directory)
-  try:
-    with os.fdopen(handle, "w", encoding="utf-8") as writer:
-      writer.writelines(token + "\n" for token in vocab)
-    os.replace(temp_path, vocab_file)
-  except BaseException:
-    os.unlink(temp_path)
-    raise
+  """Writes one entry per line to `vocab_file`, which appears only when complete."""
+  with atomic_files.open_for_writing(vocab_file) as writer:
+    writer.write("".join(token + "\n" for token in vocab))
