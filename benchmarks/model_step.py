@@ -34,6 +34,10 @@ HF's own forward). Embedding lookups, LayerNorm, softmax, GELU and biases are no
 achieved model GFLOP/s over the machine's float32 matmul peak, measured in the same run (before and
 after the models) as the best of TF's and PyTorch's square `matmul` (`--matmul_size`).
 
+TensorFlow turns its oneDNN kernels on by default only on some CPUs (not on the AMD EPYC of this
+project's machine); the header says what `TF_ENABLE_ONEDNN_OPTS` was, and running once with
+`TF_ENABLE_ONEDNN_OPTS=1` and once without compares the two (it applies to the keras-hub rows too).
+
 Usage:
   python benchmarks/model_step.py [--shapes=base,minilm] [--steps=3] [--warmup_steps=1]
       [--implementations=project,keras_hub,huggingface]
@@ -373,7 +377,8 @@ def main(argv):
   peak = max(peaks.values())
 
   print(f"{os.cpu_count()} cores, {FLAGS.threads} threads, float32; median of {FLAGS.steps} "
-        f"steps after {FLAGS.warmup_steps} warm-up; forward + backward, dropout on")
+        f"steps after {FLAGS.warmup_steps} warm-up; forward + backward, dropout on; "
+        f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset')}")
   print(f"{'implementation':38s} {'shape':6s} {'jit':3s} {'params':>11s} {'steps/s':>8s} "
         f"{'ex/s':>7s} {'GFLOP/step':>10s} {'GFLOP/s':>8s} {'MFU%':>6s}")
   for name, shape, jit, num_params, seconds, gflop in results:
@@ -383,6 +388,7 @@ def main(argv):
   for name, gflops in peaks.items():
     print(f"float32 matmul peak, {name} {FLAGS.matmul_size}^2: {gflops:.1f} GFLOP/s")
   print(f"MFU is against the better of the two: {peak:.1f} GFLOP/s")
+
 
 if __name__ == "__main__":
   app.run(main)
