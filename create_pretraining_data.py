@@ -47,6 +47,11 @@ flags.DEFINE_integer("num_output_shards", None,
 flags.DEFINE_integer("shard_documents", 10000,
                      "Documents per input shard: the unit of work and memory, and the pool the "
                      "random next sentences are drawn from.")
+flags.DEFINE_bool("original_random_stream", False,
+                  "Mask with the original's random.Random calls, one instance at a time: "
+                  "reproduces the original's instances for a seed (within a shard), several "
+                  "times slower. By default a shard is masked at once with NumPy: the same "
+                  "distribution, not the same instances.")
 flags.DEFINE_bool("gzip", False, "Compress the output with GZIP (read with "
                   "--input_compression=gzip).")
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
@@ -107,7 +112,8 @@ def main(argv):
       max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
       random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
       masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-      do_whole_word_mask=FLAGS.do_whole_word_mask)
+      do_whole_word_mask=FLAGS.do_whole_word_mask,
+      original_random_stream=FLAGS.original_random_stream)
   logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
                FLAGS.num_workers)
   try:

@@ -3,9 +3,11 @@
 Converts WikiText-2 valid (`data/wikitext.py`) to the original input format, then creates
 instances at `--dupe_factor=5 --max_seq_length=128` with:
   - this project: `create_pretraining_data.py` with `--num_workers` processes (in-graph
-    tokenizer, shards of `--shard_documents` documents);
-  - the baseline: the same algorithm in one process with the pure-Python `FullTokenizer`, i.e.
-    the original's design (`write_pretraining_data(..., num_workers=1)`, graph tokenizer off).
+    tokenizer, shards of `--shard_documents` documents, masking vectorised with NumPy);
+  - the baseline: the same algorithm in one process with the pure-Python `FullTokenizer` and the
+    original's per-instance masking on `random.Random`, i.e. the original's design
+    (`write_pretraining_data(..., num_workers=1)`, graph tokenizer off,
+    `original_random_stream=True`).
 Each run is a child process whose peak resident memory (the sum over its process tree, sampled
 every 50 ms) is reported; the project also runs on the input repeated 10 times, to show that
 memory does not grow with the corpus.
@@ -45,7 +47,8 @@ from data import pretraining_data_writer as writer
 settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=128,
                            max_predictions_per_seq=20, random_seed=12345,
                            dupe_factor=int(sys.argv[4]), masked_lm_prob=0.15, short_seq_prob=0.1,
-                           do_whole_word_mask=False, use_graph_tokenizer=False)
+                           do_whole_word_mask=False, use_graph_tokenizer=False,
+                           original_random_stream=True)
 stats = writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=1,
                                       shard_documents=10 ** 9)
 print("INSTANCES", stats["instances"])

@@ -4,14 +4,19 @@ The input (the original's format: one sentence per line, blank lines between doc
 as a stream and cut into shards of at most `shard_documents` whole documents, each file starting
 a new document. Each shard is tokenized and turned into instances by one worker process with its
 own rng (`random_seed + shard index`; shard 0 uses the seed itself, like the original's single
-rng), and the random "next sentence" documents are drawn from the same shard. Results come back in
-shard order and are written round-robin to the output files, so the same inputs, seed and shard
-size give byte-identical output whatever the number of workers. At most `2 * num_workers` shards
-are in flight, so memory is bounded by a few shards, not by the corpus.
+rng), and the random "next sentence" documents are drawn from the same shard. By default a
+shard's instances are masked all at once by `vectorized_masking`, with a NumPy generator seeded
+from (`random_seed`, shard index); `original_random_stream` masks them one by one with the
+shard's `random.Random`, as the original. Results come back in shard order and are written
+round-robin to the output files, so the same inputs, seed and shard size give byte-identical
+output whatever the number of workers. At most `2 * num_workers` shards are in flight, so memory
+is bounded by a few shards, not by the corpus.
 """
 
 import collections
+import contextlib
 import dataclasses
+import gc
 import json
 import multiprocessing
 import os
@@ -21,10 +26,13 @@ import tensorflow as tf
 
 from data import atomic_files
 from data import graph_tokenization
+from data import instance_batches
+from data import pretraining_examples
 from data import pretraining_instances
 from data import progress
 from data import text_files
 from data import tokenization
+from data import vectorized_masking
 
 # Lines per call of the in-graph tokenizer.
 _TOKENIZE_BATCH_LINES = 2048
@@ -32,10 +40,12 @@ _TOKENIZE_BATCH_LINES = 2048
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What every worker needs; the original's flags plus the tokenizer choice.
+  """What every worker needs; the original's flags plus the tokenizer and masking choices.
 
   `use_graph_tokenizer` False tokenizes with the pure-Python `FullTokenizer` (same ids, slower:
-  the baseline of `benchmarks/pretraining_data.py`).
+  the baseline of `benchmarks/pretraining_data.py`). `original_random_stream` True masks with the
+  original's `random.Random` calls (the original's instances for a seed; several times slower);
+  False masks a shard at once with NumPy (the same distribution).
   """
   vocab_file: str
   do_lower_case: bool
@@ -47,6 +57,7 @@ class Settings:
   short_seq_prob: float
   do_whole_word_mask: bool
   use_graph_tokenizer: bool = True
+  original_random_stream: bool = False
 
 
 def read_document_shards(paths, shard_documents, stats):
@@ -108,7 +119,30 @@ def _tokenize_lines(lines, settings):
 _SPECIAL_IDS = {}
 
 
+@contextlib.contextmanager
+def _cycle_collector_paused():
+  """Pauses the cyclic garbage collector, restoring its state after.
+
+  A shard makes hundreds of thousands of lists, each batch of them triggering a collector pass
+  that also walks TensorFlow's ~300,000 long-lived objects: that doubled the time to lay out the
+  instances. Their lists hold no cycles, so reference counting alone frees them.
+  """
+  was_enabled = gc.isenabled()
+  gc.disable()
+  try:
+    yield
+  finally:
+    if was_enabled:
+      gc.enable()
+
+
 def process_shard(shard_index, documents, settings):
+  """Tokenizes one shard, creates its instances and serializes them (see `_process_shard`)."""
+  with _cycle_collector_paused():
+    return _process_shard(shard_index, documents, settings)
+
+
+def _process_shard(shard_index, documents, settings):
   """Tokenizes one shard, creates its instances and serializes them.
 
   Args:
@@ -134,21 +168,18 @@ def process_shard(shard_index, documents, settings):
       tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
       settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
       settings.do_whole_word_mask,
-      pretraining_instances.seeded_rng(settings.random_seed, shard_index), counts)
+      pretraining_instances.seeded_rng(settings.random_seed, shard_index), counts,
+      mask_with_rng=settings.original_random_stream)
+  batch = instance_batches.from_instances(instances, settings.max_seq_length,
+                                          settings.max_predictions_per_seq)
+  if not settings.original_random_stream:
+    batch = vectorized_masking.mask_batch(
+        batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
+        settings.do_whole_word_mask,
+        vectorized_masking.seeded_generator(settings.random_seed, shard_index))
   counts.update(documents=sum(1 for d in tokenized if d), instances=len(instances))
-  serialized = []
-  for instance in instances:
-    num_tokens = len(instance.input_ids)
-    counts["tokens"] += num_tokens
-    counts["target_predictions"] += max(1, int(round(num_tokens * settings.masked_lm_prob)))
-    counts["masked_positions"] += len(instance.masked_lm_positions)
-    counts["random_next"] += instance.is_random_next
-    counts["single_segment"] += instance.is_single_segment
-    counts.update(instance.masking_actions)
-    serialized.append(pretraining_instances.instance_to_example(
-        instance, settings.max_seq_length, settings.max_predictions_per_seq
-    ).SerializeToString(deterministic=True))
-  return serialized, counts
+  instance_batches.count_statistics(batch, settings.masked_lm_prob, counts)
+  return pretraining_examples.serialize(batch), counts
 
 
 def summarize(counts, decode_stats, elapsed_seconds):
@@ -174,8 +205,7 @@ def summarize(counts, decode_stats, elapsed_seconds):
       "short_target_fraction": counts["short_target_passes"] / max(counts["document_passes"], 1),
       "masking_action_fractions": {
           action: counts[action] / masked
-          for action in (pretraining_instances.MASK, pretraining_instances.RANDOM,
-                         pretraining_instances.KEEP)},
+          for action in instance_batches.ACTIONS},
       "seconds": round(elapsed_seconds, 3),
   }
 

@@ -5,15 +5,14 @@ A faithful transcription of the original's `create_instances_from_document`,
 `random.Random` in the same order, so the same documents and seed give the original's instances.
 It works on word-piece ids instead of strings (the vocabulary maps one to one), which is what lets
 a worker hand its documents over as compact integer lists.
+
+With `mask_with_rng=False` only the layout is made here (chunks, A/B, random next sentence,
+truncation) and `data/vectorized_masking.py` masks a whole shard at once: the same distribution,
+several times faster, but not the original's random stream.
 """
 
-import collections
 import dataclasses
 import random
-
-import tensorflow as tf
-
-from data import schemas
 
 # What each masked position was replaced with (for the statistics).
 MASK, RANDOM, KEEP = "mask", "random", "keep"
@@ -49,10 +48,10 @@ class TrainingInstance:
   """One pretraining example before padding.
 
   Attributes:
-    input_ids: `[CLS] A [SEP] B [SEP]` ids after masking.
+    input_ids: `[CLS] A [SEP] B [SEP]` ids after masking (before it when not masked here).
     segment_ids: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`.
     is_random_next: B was taken from a random document (next_sentence_labels = 1).
-    masked_lm_positions: sorted positions of the predictions.
+    masked_lm_positions: sorted positions of the predictions (empty when not masked here).
     masked_lm_ids: the original ids at those positions.
     masking_actions: per prediction, MASK, RANDOM or KEEP.
     is_short_target: the document's target length was drawn short (`short_seq_prob`).
@@ -140,7 +139,7 @@ def create_masked_lm_predictions(input_ids, masked_lm_prob, max_predictions_per_
 
 def create_instances_from_document(all_documents, document_index, max_seq_length, short_seq_prob,
                                    masked_lm_prob, max_predictions_per_seq, special_ids,
-                                   do_whole_word_mask, rng):
+                                   do_whole_word_mask, rng, mask_with_rng=True):
   """Cuts one document into instances, as the original.
 
   Segments (sentences) are packed up to a target length (`max_seq_length - 3`, or with
@@ -157,6 +156,8 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
     special_ids: a `SpecialIds`.
     do_whole_word_mask: see `create_masked_lm_predictions`.
     rng: `random.Random`.
+    mask_with_rng: mask each instance as it is made, with `rng` (the original); False leaves the
+      instances unmasked, with empty `masked_lm_*` lists.
 
   Returns:
     list of `TrainingInstance`.
@@ -213,9 +214,11 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
         segment_ids = [0] * len(input_ids)
         input_ids += tokens_b + [special_ids.sep_id]
         segment_ids += [1] * (len(tokens_b) + 1)
-        input_ids, positions, labels, actions = create_masked_lm_predictions(
-            input_ids, masked_lm_prob, max_predictions_per_seq, special_ids, do_whole_word_mask,
-            rng)
+        positions, labels, actions = [], [], []
+        if mask_with_rng:
+          input_ids, positions, labels, actions = create_masked_lm_predictions(
+              input_ids, masked_lm_prob, max_predictions_per_seq, special_ids,
+              do_whole_word_mask, rng)
         instances.append(TrainingInstance(
             input_ids=input_ids, segment_ids=segment_ids, is_random_next=is_random_next,
             masked_lm_positions=positions, masked_lm_ids=labels, masking_actions=actions,
@@ -227,7 +230,8 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
 
 
 def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, masked_lm_prob,
-                     max_predictions_per_seq, special_ids, do_whole_word_mask, rng, counts=None):
+                     max_predictions_per_seq, special_ids, do_whole_word_mask, rng, counts=None,
+                     mask_with_rng=True):
   """The original's `create_training_instances` after reading: shuffle, `dupe_factor` passes,
   shuffle.
 
@@ -237,6 +241,7 @@ def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, mas
     others: see `create_instances_from_document`.
     counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`
       (passes whose target length was drawn short, expected `short_seq_prob` of them).
+    mask_with_rng: see `create_instances_from_document`.
 
   Returns:
     list of `TrainingInstance` in the original's final shuffled order.
@@ -248,33 +253,13 @@ def create_instances(documents, dupe_factor, max_seq_length, short_seq_prob, mas
     for document_index in range(len(all_documents)):
       document_instances = create_instances_from_document(
           all_documents, document_index, max_seq_length, short_seq_prob, masked_lm_prob,
-          max_predictions_per_seq, special_ids, do_whole_word_mask, rng)
+          max_predictions_per_seq, special_ids, do_whole_word_mask, rng, mask_with_rng)
       if counts is not None:
         counts["document_passes"] += 1
         counts["short_target_passes"] += document_instances[0].is_short_target
       instances.extend(document_instances)
   rng.shuffle(instances)
   return instances
-
-
-def instance_to_example(instance, max_seq_length, max_predictions_per_seq):
-  """Pads an instance into a `tf.train.Example` with the original's seven features."""
-  num_tokens = len(instance.input_ids)
-  padding = [0] * (max_seq_length - num_tokens)
-  num_predictions = len(instance.masked_lm_positions)
-  prediction_padding = [0] * (max_predictions_per_seq - num_predictions)
-  features = collections.OrderedDict(
-      input_ids=schemas.int64_feature(instance.input_ids + padding),
-      input_mask=schemas.int64_feature([1] * num_tokens + padding),
-      segment_ids=schemas.int64_feature(instance.segment_ids + padding),
-      masked_lm_positions=schemas.int64_feature(instance.masked_lm_positions
-                                                + prediction_padding),
-      masked_lm_ids=schemas.int64_feature(instance.masked_lm_ids + prediction_padding),
-      masked_lm_weights=schemas.float_feature([1.0] * num_predictions
-                                              + [0.0] * len(prediction_padding)),
-      next_sentence_labels=schemas.int64_feature([1 if instance.is_random_next else 0]),
-  )
-  return tf.train.Example(features=tf.train.Features(feature=features))
 
 
 def seeded_rng(random_seed, shard_index):

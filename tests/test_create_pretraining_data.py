@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from data import instance_batches
 from data import pretraining_instances
 from data import schemas
 from data import tokenization
+from data import vectorized_masking
 from data import wikitext
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
@@ -135,18 +137,116 @@ def test_whole_word_masking_masks_whole_words_only(tmp_path, sample_vocab):
   assert multi_piece_words_masked > 20
 
 
-def test_pieces_of_a_word_are_masked_separately_without_whole_word_masking():
-  special = pretraining_instances.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=10,
-                                             is_continuation=[False] * 5 + [True] * 5)
+# Ids 0-4: [CLS], [SEP], [MASK] and two word starts; 5-9: `##` pieces.
+TOY_SPECIAL_IDS = pretraining_instances.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=10,
+                                                   is_continuation=[False] * 5 + [True] * 5)
+
+
+def exact_masking(ids, do_whole_word_mask, draws, seed=0):
+  """The original masker `draws` times on `ids`; list of (positions, labels, actions)."""
+  rng = random.Random(seed)
+  return [pretraining_instances.create_masked_lm_predictions(
+      ids, 0.15, 20, TOY_SPECIAL_IDS, do_whole_word_mask, rng)[1:] for _ in range(draws)]
+
+
+def vectorized_masking_draws(ids, do_whole_word_mask, draws, seed=0):
+  """The vectorised masker on `draws` copies of `ids`; list of (positions, labels, actions)."""
+  instance = pretraining_instances.TrainingInstance(
+      input_ids=ids, segment_ids=[0] * len(ids), is_random_next=False, masked_lm_positions=[],
+      masked_lm_ids=[], masking_actions=[], is_short_target=False, is_single_segment=False)
+  batch = vectorized_masking.mask_batch(
+      instance_batches.from_instances([instance] * draws, len(ids) + 3, 20), 0.15, 20,
+      TOY_SPECIAL_IDS, do_whole_word_mask, vectorized_masking.seeded_generator(seed, 0))
+  # Labels are the ids before masking, and the masked ids the replacements the actions say.
+  real = np.arange(20) < batch.num_predictions[:, None]
+  rows = np.nonzero(real)[0]
+  positions, labels = batch.masked_lm_positions[real], batch.masked_lm_ids[real]
+  actions = np.array(instance_batches.ACTIONS)[batch.masked_lm_actions[real]]
+  replaced = batch.input_ids[rows, positions]
+  assert (labels == np.array(ids)[positions]).all()
+  assert (replaced[actions == pretraining_instances.MASK] == 2).all()
+  assert (replaced[actions == pretraining_instances.KEEP]
+          == labels[actions == pretraining_instances.KEEP]).all()
+  assert ((replaced >= 0) & (replaced < 10)).all()
+  return [(batch.masked_lm_positions[row, :count].tolist(),
+           batch.masked_lm_ids[row, :count].tolist(),
+           [instance_batches.ACTIONS[a] for a in batch.masked_lm_actions[row, :count]])
+          for row, count in enumerate(batch.num_predictions)]
+
+
+@pytest.mark.parametrize("masker", [exact_masking, vectorized_masking_draws])
+def test_pieces_of_a_word_are_masked_separately_without_whole_word_masking(masker):
   ids = [0] + [3, 5, 6, 7, 8, 9] * 5 + [1, 4, 1]
   split_words = 0
-  for seed in range(50):
-    _, positions, _, _ = pretraining_instances.create_masked_lm_predictions(
-        ids, 0.15, 20, special, False, random.Random(seed))
+  for positions, _, _ in masker(ids, False, 50):
     masked = set(positions)
-    split_words += any((p in masked) != (p - 1 in masked) and special.is_continuation[ids[p]]
+    split_words += any((p in masked) != (p - 1 in masked) and TOY_SPECIAL_IDS.is_continuation[ids[p]]
                        for p in range(2, len(ids) - 2))
   assert split_words > 25
+
+
+@pytest.mark.parametrize("ids", [
+    # 21 tokens: 3 predictions; words of 1, 2 and 3 pieces, so a 2- or 3-piece word often
+    # overflows the budget and a later 1-piece word must still be taken.
+    [0, 5, 4, 5, 3, 4, 5, 6, 4, 5, 1, 4, 5, 3, 4, 5, 6, 3, 4, 5, 1],
+    # 27 tokens: 4 predictions; B starts with `##` pieces, which join A's last word across [SEP]
+    # (as the original), making a 4-piece word.
+    [0, 6, 7, 3, 4, 5, 3, 3, 4, 5, 6, 3, 4, 5, 1, 8, 9, 3, 4, 5, 6, 3, 3, 4, 5, 3, 1],
+])
+def test_vectorized_masking_has_the_distribution_of_the_original(ids):
+  draws = 20_000
+  exact = exact_masking(ids, True, draws)
+  fast = vectorized_masking_draws(ids, True, draws, seed=1)
+
+  def summary(results):
+    per_position = np.zeros(len(ids))
+    per_count = np.zeros(21)
+    actions = collections.Counter()
+    for positions, _, row_actions in results:
+      per_position[positions] += 1
+      per_count[len(positions)] += 1
+      actions.update(row_actions)
+    total = sum(actions.values())
+    return (per_position / len(results), per_count / len(results),
+            np.array([actions[a] / total for a in instance_batches.ACTIONS]))
+
+  exact_positions, exact_counts, exact_actions = summary(exact)
+  fast_positions, fast_counts, fast_actions = summary(fast)
+  # Frequencies from 20,000 draws each differ by at most sqrt(2 * 0.25 / 20000) = 0.005 per
+  # standard deviation; 0.02 is 4 of them. Stopping at the first word that overflows, instead of
+  # skipping it, moved per-position frequencies by up to 0.11 (first row) and 0.07 (second).
+  np.testing.assert_allclose(fast_positions, exact_positions, atol=0.02)
+  np.testing.assert_allclose(fast_counts, exact_counts, atol=0.02)
+  np.testing.assert_allclose(fast_actions, exact_actions, atol=0.02)
+  assert exact_positions[0] == exact_positions[-1] == fast_positions[0] == fast_positions[-1] == 0
+
+
+def test_original_random_stream_gives_the_original_instances(tmp_path, sample_vocab):
+  (tmp_path / "default").mkdir()
+  output = create(tmp_path, sample_vocab, "--original_random_stream", "--do_whole_word_mask")[0]
+  default = create(tmp_path / "default", sample_vocab, "--do_whole_word_mask")[0]
+  records = read_records([output])
+  # The transcription of the original, run here on the same documents with the same seed.
+  tokenizer = tokenization.FullTokenizer(str(sample_vocab), do_lower_case=True)
+  documents = [[]]
+  for line in (SAMPLES_DIR / "sample_corpus.txt").read_text(encoding="utf-8").splitlines():
+    if not line.strip():
+      documents.append([])
+    elif ids := tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)):
+      documents[-1].append(ids)
+  instances = pretraining_instances.create_instances(
+      documents, 2, MAX_SEQ_LENGTH, 0.1, 0.15, MAX_PREDICTIONS,
+      pretraining_instances.SpecialIds.from_vocab(tokenization.load_vocab(sample_vocab)), True,
+      random.Random(12345))
+  assert len(instances) == len(records["input_ids"])
+  for index, instance in enumerate(instances):
+    length, count = len(instance.input_ids), len(instance.masked_lm_positions)
+    assert records["input_ids"][index][:length].tolist() == instance.input_ids
+    assert records["masked_lm_positions"][index][:count].tolist() == instance.masked_lm_positions
+    assert records["masked_lm_ids"][index][:count].tolist() == instance.masked_lm_ids
+    assert records["next_sentence_labels"][index][0] == instance.is_random_next
+  # The default path draws its masks elsewhere: the same distribution, other instances.
+  assert default.read_bytes() != output.read_bytes()
 
 
 @pytest.fixture(scope="module")

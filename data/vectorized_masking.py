@@ -1,0 +1,137 @@
+"""Masked-LM masking of a whole shard at once with NumPy: the original's distribution, fast.
+
+The original (`pretraining_instances.create_masked_lm_predictions`) shuffles each sequence's
+candidate words and walks them in that order, taking a word when it still fits the budget
+`min(max_predictions_per_seq, max(1, round(length * masked_lm_prob)))` and skipping it when it
+would overflow, then replaces each taken position by `[MASK]` (0.8), itself (0.1) or a random id
+(0.1). Here every row gets a uniformly random word order (argsort of uniform keys) and the same
+take-or-skip walk runs rank by rank across all rows at once. Same distribution; not the same
+instances for a seed, since the draws come from a NumPy generator, not `random.Random`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from data import instance_batches
+from data import pretraining_instances
+
+_MASK, _RANDOM, _KEEP = (instance_batches.ACTIONS.index(action) for action in (
+    pretraining_instances.MASK, pretraining_instances.RANDOM, pretraining_instances.KEEP))
+
+
+def seeded_generator(random_seed, shard_index):
+  """The masking generator of one shard, from (random_seed, shard_index): output is independent
+  of which worker masks which shard."""
+  # SeedSequence wants non-negative entropy; `% 2**64` keeps distinct int64 seeds distinct.
+  return np.random.Generator(np.random.PCG64(
+      np.random.SeedSequence([random_seed % 2 ** 64, shard_index])))
+
+
+def _words(input_ids, lengths, special_ids, do_whole_word_mask):
+  """Candidate positions and the word each belongs to.
+
+  Args:
+    input_ids: int `[num_rows, seq_length]`, unmasked, 0-padded.
+    lengths: int `[num_rows]`.
+    special_ids: a `pretraining_instances.SpecialIds`.
+    do_whole_word_mask: a `##` piece joins the previous candidate word (as the original: the
+      previous candidate, even across a `[SEP]`).
+
+  Returns:
+    `(candidate, word_of_position)`: bool `[num_rows, seq_length]`, and int `[num_rows,
+    seq_length]` numbering each row's words 0, 1, ... (meaningful where `candidate`).
+  """
+  real = np.arange(input_ids.shape[1]) < lengths[:, None]
+  candidate = real & (input_ids != special_ids.cls_id) & (input_ids != special_ids.sep_id)
+  starts = candidate
+  if do_whole_word_mask:
+    is_continuation = np.asarray(special_ids.is_continuation, bool)[input_ids]
+    has_earlier_candidate = np.cumsum(candidate, axis=1) > candidate
+    starts = candidate & ~(is_continuation & has_earlier_candidate)
+  return candidate, np.cumsum(starts, axis=1) - 1
+
+
+def choose_masked_positions(input_ids, lengths, masked_lm_prob, max_predictions_per_seq,
+                            special_ids, do_whole_word_mask, generator):
+  """Which positions each row predicts, by the original's rule (see the module docstring).
+
+  Args:
+    input_ids: int `[num_rows, seq_length]`, unmasked, 0-padded.
+    lengths: int `[num_rows]`, real tokens per row.
+    masked_lm_prob, max_predictions_per_seq: the flags.
+    special_ids: a `pretraining_instances.SpecialIds`.
+    do_whole_word_mask: mask whole words (see `_words`).
+    generator: a `np.random.Generator`.
+
+  Returns:
+    bool `[num_rows, seq_length]`, True at the predicted positions.
+  """
+  num_rows, seq_length = input_ids.shape
+  candidate, word_of_position = _words(input_ids, lengths, special_ids, do_whole_word_mask)
+  num_words = word_of_position[:, -1] + 1
+  keys = generator.random((num_rows, seq_length))
+  # Slots past a row's last word sort last, so ranks 0..num_words-1 are a uniform order of them.
+  keys[np.arange(seq_length) >= num_words[:, None]] = 2.0
+  order = np.argsort(keys, axis=1)
+  num_to_predict = np.minimum(max_predictions_per_seq,
+                              np.maximum(1, np.round(lengths * masked_lm_prob)).astype(np.int64))
+  if do_whole_word_mask:
+    rows, columns = np.nonzero(candidate)
+    word_lengths = np.bincount(rows * seq_length + word_of_position[rows, columns],
+                               minlength=num_rows * seq_length).reshape(num_rows, seq_length)
+    ranked_lengths = np.take_along_axis(word_lengths, order, axis=1)
+    taken_ranked = np.zeros((num_rows, seq_length), bool)
+    num_taken = np.zeros(num_rows, np.int64)
+    for rank in range(int(num_words.max(initial=0))):
+      length = ranked_lengths[:, rank]
+      # A word that would overflow is skipped, and later (shorter) words may still fit.
+      take = (length > 0) & (num_taken + length <= num_to_predict)
+      num_taken += np.where(take, length, 0)
+      taken_ranked[:, rank] = take
+  else:
+    # One-piece words: the walk takes the first num_to_predict of them.
+    taken_ranked = ((np.arange(seq_length) < num_to_predict[:, None])
+                    & (np.arange(seq_length) < num_words[:, None]))
+  taken_words = np.zeros((num_rows, seq_length), bool)
+  np.put_along_axis(taken_words, order, taken_ranked, axis=1)
+  return candidate & np.take_along_axis(taken_words, np.maximum(word_of_position, 0), axis=1)
+
+
+def mask_batch(batch, masked_lm_prob, max_predictions_per_seq, special_ids, do_whole_word_mask,
+               generator):
+  """Masks an unmasked `instance_batches.InstanceBatch`.
+
+  Args:
+    batch: an `InstanceBatch` with `num_predictions` all 0.
+    masked_lm_prob, max_predictions_per_seq: the flags.
+    special_ids: a `pretraining_instances.SpecialIds`.
+    do_whole_word_mask: mask whole words.
+    generator: a `np.random.Generator`.
+
+  Returns:
+    a new `InstanceBatch` with masked `input_ids` and the `masked_lm_*` fields filled in.
+  """
+  masked = choose_masked_positions(batch.input_ids, batch.lengths, masked_lm_prob,
+                                   max_predictions_per_seq, special_ids, do_whole_word_mask,
+                                   generator)
+  rows, columns = np.nonzero(masked)  # row-major: each row's positions come sorted
+  num_predictions = masked.sum(axis=1)
+  first_of_row = np.cumsum(num_predictions) - num_predictions
+  slots = np.arange(len(rows)) - first_of_row[rows]
+  labels = batch.input_ids[rows, columns]
+  draws = generator.random(len(rows))
+  actions = np.where(draws < 0.8, _MASK, np.where(draws < 0.9, _KEEP, _RANDOM)).astype(np.int8)
+  random_ids = generator.integers(0, special_ids.vocab_size, len(rows))
+  input_ids = batch.input_ids.copy()
+  input_ids[rows, columns] = np.where(actions == _MASK, special_ids.mask_id,
+                                      np.where(actions == _RANDOM, random_ids, labels))
+  width = (len(batch.input_ids), max_predictions_per_seq)
+  positions, ids, codes = np.zeros(width, np.int64), np.zeros(width, np.int64), np.zeros(
+      width, np.int8)
+  positions[rows, slots] = columns
+  ids[rows, slots] = labels
+  codes[rows, slots] = actions
+  return dataclasses.replace(batch, input_ids=input_ids, masked_lm_positions=positions,
+                             masked_lm_ids=ids, masked_lm_actions=codes,
+                             num_predictions=num_predictions.astype(np.int64))
