@@ -6,15 +6,14 @@ import keras
 from modeling import bert_config as bert_config_lib
 from modeling import encoder as encoder_lib
 from modeling import heads
-
-ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+from modeling import task_model
 
 # The original's `run_classifier.create_model` applies dropout with keep_prob 0.9 to the pooled
 # output whatever the config's hidden_dropout_prob.
 CLASSIFIER_DROPOUT = 0.1
 
 
-class BertClassifier(keras.Model):
+class BertClassifier(task_model.BertTaskModel):
   """Encoder + dropout + `output_weights [num_outputs, H]` / `output_bias` on the pooled output
   (or on every position of the sequence output with `per_token`).
 
@@ -50,33 +49,16 @@ class BertClassifier(keras.Model):
 
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-              for name in ENCODER_INPUTS}
+              for name in encoder_lib.ENCODER_INPUTS}
     encoder_outputs = encoder(inputs)
     logits = output_layer(
         encoder_outputs["sequence_output" if per_token else "pooled_output"])
-    super().__init__(inputs=inputs, outputs=logits, **kwargs)
+    super().__init__(config, encoder, {"": output_layer}, inputs, logits, **kwargs)
 
     # === Config ===
-    self.config = config
     self.num_outputs = num_outputs
     self.per_token = per_token
-    self.encoder = encoder
     self.output_layer = output_layer
 
-  def call(self, inputs, training=False):
-    """Runs the model on `inputs`, dropping keys that are not model inputs."""
-    return super().call({name: inputs[name] for name in ENCODER_INPUTS}, training=training)
-
-  def name_to_variable(self):
-    """Returns {original checkpoint name: variable}: `bert/...`, `output_weights`, `output_bias`."""
-    names = self.encoder.name_to_variable()
-    names.update(self.output_layer.name_to_variable(scope=""))
-    return names
-
   def get_config(self):
-    return {"config": self.config.to_dict(), "num_outputs": self.num_outputs,
-            "per_token": self.per_token, "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)
+    return {**super().get_config(), "num_outputs": self.num_outputs, "per_token": self.per_token}

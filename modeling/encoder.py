@@ -3,9 +3,13 @@
 import keras
 
 from modeling import bert_config as bert_config_lib
+from modeling import config_model
 from modeling import embeddings as embeddings_lib
 from modeling import transformer_layer
 from modeling import variable_names
+
+# The encoder's inputs, in the original's names.
+ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 class Pooler(keras.layers.Layer):
@@ -38,7 +42,7 @@ class Pooler(keras.layers.Layer):
     return config
 
 
-class BertEncoder(keras.Model):
+class BertEncoder(config_model.BertConfigModel):
   """The BERT encoder: embeddings, `num_hidden_layers` Transformer layers, pooler.
 
   Inputs carry the original names; every output the original's `BertModel` exposes is returned.
@@ -99,7 +103,7 @@ class BertEncoder(keras.Model):
     # === Functional model ===
     inputs = {
         name: keras.Input(shape=(None,), dtype="int32", name=name)
-        for name in ("input_ids", "input_mask", "segment_ids")
+        for name in ENCODER_INPUTS
     }
     embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
     hidden_states = embedding_output
@@ -151,10 +155,3 @@ class BertEncoder(keras.Model):
                                                        layer.output_layer_norm))
     names.update(variable_names.dense_variables(f"{scope}/pooler/dense", self.pooler.dense))
     return names
-
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)

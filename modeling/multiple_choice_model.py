@@ -8,6 +8,7 @@ from modeling import bert_config as bert_config_lib
 from modeling import classifier_model
 from modeling import encoder as encoder_lib
 from modeling import heads
+from modeling import task_model
 
 # Checkpoint scope of the scoring vector, beside the original's `cls/squad`, `cls/predictions`.
 MULTIPLE_CHOICE_SCOPE = "cls/multiple_choice"
@@ -24,7 +25,7 @@ def _unfold_scores(args):
   return tf.reshape(scores, tf.shape(ids)[:2])
 
 
-class BertMultipleChoice(keras.Model):
+class BertMultipleChoice(task_model.BertTaskModel):
   """Encoder + dropout + `cls/multiple_choice/output_weights [1, H]` / `output_bias [1]` on the
   pooled output of every pair.
 
@@ -61,30 +62,11 @@ class BertMultipleChoice(keras.Model):
 
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
-              for name in classifier_model.ENCODER_INPUTS}
+              for name in encoder_lib.ENCODER_INPUTS}
     pooled = encoder({name: fold(value) for name, value in inputs.items()})["pooled_output"]
     scores = unfold([score_layer(pooled), inputs["input_ids"]])
-    super().__init__(inputs=inputs, outputs=scores, **kwargs)
+    super().__init__(config, encoder, {MULTIPLE_CHOICE_SCOPE: score_layer}, inputs, scores,
+                     **kwargs)
 
     # === Config ===
-    self.config = config
-    self.encoder = encoder
     self.score_layer = score_layer
-
-  def call(self, inputs, training=False):
-    """Runs the model on `inputs`, dropping keys that are not model inputs."""
-    return super().call({name: inputs[name] for name in classifier_model.ENCODER_INPUTS},
-                        training=training)
-
-  def name_to_variable(self):
-    """Returns {original checkpoint name: variable}: `bert/...`, `cls/multiple_choice/output_*`."""
-    names = self.encoder.name_to_variable()
-    names.update(self.score_layer.name_to_variable(scope=MULTIPLE_CHOICE_SCOPE))
-    return names
-
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)

@@ -5,11 +5,12 @@ import keras
 from modeling import bert_config as bert_config_lib
 from modeling import encoder as encoder_lib
 from modeling import heads
+from modeling import task_model
 
 PRETRAINING_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 
 
-class BertPretrainingModel(keras.Model):
+class BertPretrainingModel(task_model.BertTaskModel):
   """The model `run_pretraining.py` trains: encoder + masked-LM head + next-sentence head.
 
   Checkpoint names are the original's: the encoder under `bert/`, the masked-LM head under
@@ -49,8 +50,7 @@ class BertPretrainingModel(keras.Model):
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
               for name in PRETRAINING_INPUTS}
-    encoder_outputs = encoder({name: inputs[name]
-                               for name in ("input_ids", "input_mask", "segment_ids")})
+    encoder_outputs = encoder({name: inputs[name] for name in encoder_lib.ENCODER_INPUTS})
     outputs = {
         "masked_lm_logits": masked_lm(encoder_outputs["sequence_output"],
                                       inputs["masked_lm_positions"]),
@@ -58,28 +58,10 @@ class BertPretrainingModel(keras.Model):
         "sequence_output": encoder_outputs["sequence_output"],
         "pooled_output": encoder_outputs["pooled_output"],
     }
-    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    super().__init__(config, encoder,
+                     {"cls/predictions": masked_lm, "cls/seq_relationship": next_sentence},
+                     inputs, outputs, **kwargs)
 
     # === Config ===
-    self.config = config
-    self.encoder = encoder
     self.masked_lm = masked_lm
     self.next_sentence = next_sentence
-
-  def call(self, inputs, training=False):
-    """Runs the model on `inputs`, dropping keys that are not model inputs (labels, weights)."""
-    return super().call({name: inputs[name] for name in PRETRAINING_INPUTS}, training=training)
-
-  def name_to_variable(self):
-    """Returns {original checkpoint name: variable} of the encoder and both heads."""
-    names = self.encoder.name_to_variable()
-    names.update(self.masked_lm.name_to_variable("cls/predictions"))
-    names.update(self.next_sentence.name_to_variable("cls/seq_relationship"))
-    return names
-
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)

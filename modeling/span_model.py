@@ -5,15 +5,15 @@ import keras
 import tensorflow as tf
 
 from modeling import bert_config as bert_config_lib
-from modeling import classifier_model
 from modeling import encoder as encoder_lib
 from modeling import heads
+from modeling import task_model
 
 # The original's variable scope of the span weights.
 SPAN_SCOPE = "cls/squad"
 
 
-class BertSpanModel(keras.Model):
+class BertSpanModel(task_model.BertTaskModel):
   """Encoder + `cls/squad/output_weights [2, H]` / `output_bias [2]` on every position.
 
   As the original, no dropout is applied before the span layer (the encoder's own dropout still
@@ -45,32 +45,12 @@ class BertSpanModel(keras.Model):
 
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-              for name in classifier_model.ENCODER_INPUTS}
+              for name in encoder_lib.ENCODER_INPUTS}
     logits = span_layer(encoder(inputs)["sequence_output"])
     start_logits, end_logits = keras.layers.Lambda(
         lambda x: tf.unstack(x, num=2, axis=-1), name="split_start_end")(logits)
-    super().__init__(inputs=inputs,
-                     outputs={"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
+    super().__init__(config, encoder, {SPAN_SCOPE: span_layer}, inputs,
+                     {"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
 
     # === Config ===
-    self.config = config
-    self.encoder = encoder
     self.span_layer = span_layer
-
-  def call(self, inputs, training=False):
-    """Runs the model on `inputs`, dropping keys that are not model inputs."""
-    return super().call({name: inputs[name] for name in classifier_model.ENCODER_INPUTS},
-                        training=training)
-
-  def name_to_variable(self):
-    """Returns {original checkpoint name: variable}: `bert/...` and `cls/squad/output_*`."""
-    names = self.encoder.name_to_variable()
-    names.update(self.span_layer.name_to_variable(scope=SPAN_SCOPE))
-    return names
-
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
-  @classmethod
-  def from_config(cls, config):
-    return cls(**config)
