@@ -40,13 +40,7 @@ from training import input_pipeline
 
 FLAGS = flags.FLAGS
 
-training_flags.define_distribution_flags()
-training_flags.define_speed_flags()
-training_flags.define_checkpoint_flags()
-training_flags.define_optimizer_flags()
-training_flags.define_padding_flags()
-training_flags.define_fine_tuning_flags()
-training_flags.define_export_flags()
+training_flags.define_fine_tuning_runner_flags()
 flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files.")
 flags.DEFINE_string("task_name", None,
                     f"One of {', '.join(classifier_processors.task_names())} (case-insensitive).")

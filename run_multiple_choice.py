@@ -44,13 +44,8 @@ from training import multiple_choice_task
 
 FLAGS = flags.FLAGS
 
-training_flags.define_distribution_flags()
-training_flags.define_speed_flags()
-training_flags.define_checkpoint_flags()
-training_flags.define_optimizer_flags()
-training_flags.define_padding_flags()
-training_flags.define_fine_tuning_flags(example_unit="Examples (each with all its choices)")
-training_flags.define_export_flags()
+training_flags.define_fine_tuning_runner_flags(
+    example_unit="Examples (each with all its choices)")
 flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files (swag: "
                     "train.csv, val.csv, test.csv; jsonl: train.jsonl, dev.jsonl, test.jsonl).")
 flags.DEFINE_string("task_name", None, f"One of {', '.join(multiple_choice.TASKS)}: the SWAG "

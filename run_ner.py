@@ -38,13 +38,7 @@ from training import tagging_task
 
 FLAGS = flags.FLAGS
 
-training_flags.define_distribution_flags()
-training_flags.define_speed_flags()
-training_flags.define_checkpoint_flags()
-training_flags.define_optimizer_flags()
-training_flags.define_padding_flags()
-training_flags.define_fine_tuning_flags(example_unit="Windows")
-training_flags.define_export_flags()
+training_flags.define_fine_tuning_runner_flags(example_unit="Windows")
 flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt.")
 flags.DEFINE_string("train_file", None, "Training file (default: <data_dir>/train.txt).")
 flags.DEFINE_string("dev_file", None, "Evaluation file (default: <data_dir>/dev.txt).")

@@ -42,14 +42,8 @@ from training import squad_task
 
 FLAGS = flags.FLAGS
 
-training_flags.define_distribution_flags()
-training_flags.define_speed_flags()
-training_flags.define_checkpoint_flags()
-training_flags.define_optimizer_flags()
-training_flags.define_padding_flags()
-training_flags.define_fine_tuning_flags(example_unit="Windows", max_seq_length=384,
-                                        with_eval=False)
-training_flags.define_export_flags()
+training_flags.define_fine_tuning_runner_flags(example_unit="Windows", max_seq_length=384,
+                                              with_eval=False)
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON for predictions, e.g. dev-v1.1.json; "
                     "scored when it has answers.")

@@ -56,7 +56,6 @@ import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (th
 
 from benchmarks import model_step  # pylint: disable=g-import-not-at-top
 from data import classifier_processors  # pylint: disable=g-import-not-at-top
-from modeling import bert_config as bert_config_lib  # pylint: disable=g-import-not-at-top
 from modeling import checkpoint_io  # pylint: disable=g-import-not-at-top
 from modeling import classifier_model  # pylint: disable=g-import-not-at-top
 from modeling import hf_conversion  # pylint: disable=g-import-not-at-top

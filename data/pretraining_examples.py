@@ -35,8 +35,8 @@ def serialize(batch):
   for row, (length, count, is_random_next) in enumerate(zip(
       batch.lengths.tolist(), batch.num_predictions.tolist(), batch.is_random_next.tolist())):
     for values, array in columns:
-      # Row by row: converting whole arrays at once makes millions of live objects, and the
-      # garbage collector's passes over them cost more than the conversion.
+      # Row by row: measured faster than converting the whole arrays first (0.35 against
+      # 0.54 s for 13,409 examples), which also keeps millions of Python ints alive at once.
       values[:] = array[row].tolist()
     mask.CopyFrom(masks[length])
     weight.CopyFrom(weights[count])

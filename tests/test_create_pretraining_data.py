@@ -3,8 +3,6 @@
 import collections
 import json
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from data import schemas
 from data import tokenization
 from data import vectorized_masking
 from data import wikitext
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 MAX_SEQ_LENGTH = 64
@@ -24,8 +22,7 @@ MAX_PREDICTIONS = 10
 
 
 def run_script(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+  return scripts.run_script("create_pretraining_data.py", *flags)
 
 
 def read_records(paths, compression_type=None):

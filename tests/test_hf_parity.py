@@ -6,7 +6,6 @@ difference <= 1e-4 in float32 on STS-B dev sentences and sentence pairs, padded 
 
 import csv
 import json
-import os
 import subprocess
 import sys
 

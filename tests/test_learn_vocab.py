@@ -3,7 +3,6 @@
 import subprocess
 import sys
 
-import pytest
 
 from data import tokenization
 from tests.conftest import REPO_ROOT

@@ -2,28 +2,19 @@
 weights, padding rows that never count, dynamic padding, and bad input."""
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 SAMPLE_DIR = SAMPLES_DIR / "classification"
 
 
-def run_classifier(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "run_classifier.py"),
-                         "--distribution_strategy=one_device", *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+run_classifier = scripts.fine_tuning_runner("run_classifier.py")
 
-
-def read_results(output_dir):
-  with open(output_dir / "eval_results.txt") as f:
-    return {key: float(value) for key, value in (line.strip().split(" = ") for line in f)}
 
 
 def sample_flags(tiny_model, output_dir, *extra):
@@ -45,7 +36,7 @@ def trained_sample(tiny_model, tmp_path_factory):
 
 
 def test_sample_run_writes_the_original_outputs(trained_sample):
-  results = read_results(trained_sample)
+  results = scripts.read_eval_results(trained_sample / "eval_results.txt")
   # Three classes: accuracy, loss, and per-class precision/recall; 15 steps = int(42 / 8 * 3).
   assert results["global_step"] == 15
   assert set(results) == {"eval_accuracy", "eval_loss", "global_step"} | {
@@ -76,7 +67,8 @@ def eval_only(tiny_model, trained_sample, output_dir, *extra):
       tiny_model, output_dir, "--do_eval", "--do_predict",
       f"--init_checkpoint={trained_sample / 'model.ckpt-15'}", *extra))
   assert result.returncode == 0, result.stderr[-3000:]
-  return read_results(output_dir), np.loadtxt(output_dir / "test_results.tsv")
+  return (scripts.read_eval_results(output_dir / "eval_results.txt"),
+          np.loadtxt(output_dir / "test_results.tsv"))
 
 
 def test_padding_rows_and_dynamic_padding_change_no_result(tiny_model, trained_sample, tmp_path):
@@ -126,7 +118,7 @@ def test_minilm_fine_tunes_on_real_glue_slices(minilm_bert_dir, glue_slice, tmp_
   # The encoder is warm-started from the real weights; only the output layer is new.
   assert "not in the checkpoint (trained from scratch): ['output_bias', 'output_weights']" in (
       result.stderr)
-  results = read_results(output_dir)
+  results = scripts.read_eval_results(output_dir / "eval_results.txt")
   assert results["global_step"] == 2
   assert metrics | {"eval_loss", "global_step"} <= set(results)
   for name in metrics:

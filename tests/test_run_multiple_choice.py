@@ -18,7 +18,7 @@ from data import multiple_choice_features
 from data import schemas
 from data import sequence_pairs
 from data import tokenization
-from tests.conftest import REPO_ROOT
+from tests import scripts
 
 # Four topics of single-piece words of the sample vocab. The context is words of one topic; the
 # choices are words of each of the four topics, so only the context tells the right one.
@@ -30,15 +30,16 @@ SWAG_FIELDS = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gol
                "ending0", "ending1", "ending2", "ending3", "label"]
 
 
-def run_multiple_choice(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "run_multiple_choice.py"),
-                         "--distribution_strategy=one_device", *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+run_multiple_choice = scripts.fine_tuning_runner("run_multiple_choice.py")
 
 
-def read_results(output_dir):
-  with open(output_dir / "eval_results.txt") as f:
-    return {key: float(value) for key, value in (line.strip().split(" = ") for line in f)}
+def run_task(tiny_model, task, data_dir, output_dir, *flags):
+  """run_multiple_choice.py with the tiny model on `data_dir`'s files of `task`."""
+  vocab_file, config_file = tiny_model
+  return run_multiple_choice(f"--task_name={task}", f"--data_dir={data_dir}",
+                             f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+                             f"--output_dir={output_dir}", *flags)
+
 
 
 def read_jsonl(path):
@@ -74,11 +75,9 @@ def topic_run(tiny_model, tmp_path_factory):
   write_jsonl(data_dir / "train.jsonl", topic_examples(rng, 2000))
   write_jsonl(data_dir / "dev.jsonl", topic_examples(rng, 100))
   write_jsonl(data_dir / "test.jsonl", topic_examples(rng, 8, labelled=False))
-  vocab_file, config_file = tiny_model
   output_dir = tmp_path / "output"
-  result = run_multiple_choice(
-      "--task_name=jsonl", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-      f"--bert_config_file={config_file}", f"--output_dir={output_dir}", "--do_train",
+  result = run_task(
+      tiny_model, "jsonl", data_dir, output_dir, "--do_train",
       "--do_eval", "--do_predict", "--max_seq_length=16", "--train_batch_size=16",
       "--eval_batch_size=32", "--predict_batch_size=3", "--num_train_epochs=8",
       "--learning_rate=1e-3", "--steps_per_loop=500", f"--export_dir={tmp_path / 'export'}",
@@ -89,7 +88,7 @@ def topic_run(tiny_model, tmp_path_factory):
 
 def test_a_tiny_model_from_scratch_learns_which_choice_fits_the_context(topic_run):
   output_dir, _, _ = topic_run
-  results = read_results(output_dir)
+  results = scripts.read_eval_results(output_dir / "eval_results.txt")
   assert set(results) == {"eval_accuracy", "eval_loss", "global_step"}
   assert results["global_step"] == 1000  # int(2000 / 16 * 8)
   # Chance is 0.25 (every example offers one choice per topic) and a loss of ln 4 = 1.386. The
@@ -210,13 +209,10 @@ def swag_run(tiny_model, swag_fixture, tmp_path_factory):
   write_swag_csv(data_dir / "train.csv", rows)
   write_swag_csv(data_dir / "val.csv", rows)
   write_swag_csv(data_dir / "test.csv", rows, labelled=False)
-  vocab_file, config_file = tiny_model
   output_dir = tmp_path / "output"
-  result = run_multiple_choice(
-      "--task_name=swag", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-      f"--bert_config_file={config_file}", f"--output_dir={output_dir}", "--do_train",
-      "--do_eval", "--do_predict", "--max_seq_length=40", "--train_batch_size=10",
-      "--eval_batch_size=4", "--predict_batch_size=3", "--num_train_epochs=1")
+  result = run_task(tiny_model, "swag", data_dir, output_dir, "--do_train", "--do_eval",
+                    "--do_predict", "--max_seq_length=40", "--train_batch_size=10",
+                    "--eval_batch_size=4", "--predict_batch_size=3", "--num_train_epochs=1")
   assert result.returncode == 0, result.stderr[-3000:]
   return output_dir, data_dir, rows
 
@@ -247,17 +243,15 @@ def test_swag_records_hold_every_choice_packed_as_a_pair(tiny_model, swag_run):
                                      40)
       for name in multiple_choice_features.SEQUENCE_FEATURES:
         assert parsed[name][i].numpy().tolist() == getattr(expected, name)
-  results = read_results(output_dir)
+  results = scripts.read_eval_results(output_dir / "eval_results.txt")
   assert results["global_step"] == 1 and 0.0 <= results["eval_accuracy"] <= 1.0
   assert len(read_jsonl(output_dir / "predictions.jsonl")) == 10
 
 
 def test_dynamic_padding_and_padding_rows_change_no_prediction(tiny_model, swag_run, tmp_path):
   output_dir, data_dir, _ = swag_run
-  vocab_file, config_file = tiny_model
-  result = run_multiple_choice(
-      "--task_name=swag", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-      f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}", "--do_predict",
+  result = run_task(
+      tiny_model, "swag", data_dir, tmp_path / "out", "--do_predict",
       f"--init_checkpoint={output_dir / 'model.ckpt-1'}", "--max_seq_length=40",
       "--predict_batch_size=10", "--dynamic_padding=false")
   assert result.returncode == 0, result.stderr[-3000:]
@@ -331,15 +325,12 @@ def test_runner_stops_before_training_with_one_line(tiny_model, tmp_path):
   write_jsonl(data_dir / "train.jsonl", topic_examples(random.Random(1), 4))
   write_jsonl(data_dir / "dev.jsonl", [{"context": "bees", "choices": ["a", "b", "c"],
                                         "label": 0}])
-  vocab_file, config_file = tiny_model
-  common = [f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-            f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
-            "--max_seq_length=16", "--do_train", "--do_eval"]
   for task, expected in (
       ("jsonl", r"dev\.jsonl:1: 3 choices, but .*train\.jsonl:1 has 4; every example needs "
                 r"the same number$"),
       ("mnli", r"--task_name=mnli: unknown task; known tasks: swag, jsonl$")):
-    result = run_multiple_choice(f"--task_name={task}", *common)
+    result = run_task(tiny_model, task, data_dir, tmp_path / "out", "--max_seq_length=16",
+                      "--do_train", "--do_eval")
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith("run_multiple_choice.py: error: "), result.stderr[-2000:]

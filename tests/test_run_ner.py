@@ -2,25 +2,16 @@
 MiniLM weights on a WNUT-17 slice, and bad input."""
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 
-def run_ner(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "run_ner.py"),
-                         "--distribution_strategy=one_device", *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+run_ner = scripts.fine_tuning_runner("run_ner.py")
 
-
-def read_results(path):
-  with open(path) as f:
-    return {key: float(value) for key, value in (line.strip().split(" = ") for line in f)}
 
 
 def test_sample_run_scores_and_tags_every_word(tiny_model, tmp_path):
@@ -31,7 +22,7 @@ def test_sample_run_scores_and_tags_every_word(tiny_model, tmp_path):
                    "--train_batch_size=8", "--num_train_epochs=2", "--learning_rate=1e-3",
                    "--eval_batch_size=3")
   assert result.returncode == 0, result.stderr[-3000:]
-  results = read_results(tmp_path / "eval_results.txt")
+  results = scripts.read_eval_results(tmp_path / "eval_results.txt")
   assert {"precision", "recall", "f1", "token_accuracy", "eval_loss", "global_step", "f1_PER",
           "f1_LOC", "f1_ORG"} <= set(results)
   assert all(0.0 <= results[k] <= 1.0 for k in ("precision", "recall", "f1", "token_accuracy"))
@@ -85,7 +76,7 @@ def test_minilm_on_a_real_wnut17_slice(minilm_bert_dir, shared_data, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert "not in the checkpoint (trained from scratch): ['output_bias', 'output_weights']" in (
       result.stderr)
-  results = read_results(tmp_path / "out" / "eval_results.txt")
+  results = scripts.read_eval_results(tmp_path / "out" / "eval_results.txt")
   assert results["global_step"] == 3
   assert np.isfinite(results["eval_loss"]) and 0.0 <= results["token_accuracy"] <= 1.0
 

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from modeling import checkpoint_io
+from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 from tests.pretraining_records import write_records
@@ -31,13 +32,7 @@ def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
            f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--train_batch_size=16",
            "--eval_batch_size=16", "--learning_rate=1e-3", "--num_warmup_steps=5",
            "--distribution_strategy=one_device", *extra_flags]
-  return subprocess.run([sys.executable, str(REPO_ROOT / "run_pretraining.py"), *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
-
-
-def read_eval_results(path):
-  return {key.strip(): float(value) for key, value in
-          (line.split("=") for line in path.read_text().splitlines())}
+  return scripts.run_script("run_pretraining.py", *flags)
 
 
 def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
@@ -50,7 +45,7 @@ def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
   losses = [float(line.split("loss = ")[1].split(",")[0])
             for line in result.stderr.splitlines() if "] step " in line]
   assert len(losses) == 4 and losses[-1] < 0.8 * losses[0], losses
-  results = read_eval_results(tmp_path / "out" / "eval_results.txt")
+  results = scripts.read_eval_results(tmp_path / "out" / "eval_results.txt")
   assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                           "next_sentence_accuracy", "next_sentence_loss"}
   assert results["global_step"] == 40

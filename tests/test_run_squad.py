@@ -2,22 +2,17 @@
 real MiniLM weights (the path of the README's example, on a tiny slice), and bad input."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 SAMPLE_TRAIN = SAMPLES_DIR / "squad" / "train.json"
 SAMPLE_DEV = SAMPLES_DIR / "squad" / "dev.json"
 
 
-def run_squad(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "run_squad.py"),
-                         "--distribution_strategy=one_device", *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+run_squad = scripts.fine_tuning_runner("run_squad.py")
 
 
 def question_ids(path):
