@@ -194,7 +194,7 @@ def _shard_results(pool, pool_size, shards, settings):
   Args:
     pool: a `multiprocessing.Pool` of `pool_size` workers.
     pool_size: its number of workers.
-    shards: iterable of `(index, documents, settings, num_bytes)`.
+    shards: iterable of `(index, documents, num_bytes)`.
     settings: `Settings`.
 
   Yields:
@@ -207,14 +207,16 @@ def _shard_results(pool, pool_size, shards, settings):
   def on_pool(pending):
     return isinstance(pending, multiprocessing.pool.AsyncResult)
 
+  def running(pending):
+    return on_pool(pending) and not pending.ready()
+
   def finished_head():
-    while in_flight and not (on_pool(in_flight[0][0]) and not in_flight[0][0].ready()):
+    while in_flight and not running(in_flight[0][0]):
       pending, num_bytes = in_flight.popleft()
       yield (pending.get() if on_pool(pending) else pending), num_bytes
 
-  for index, documents, _, num_bytes in shards:
-    busy = sum(1 for pending, _ in in_flight if on_pool(pending) and not pending.ready())
-    if busy < pool_size:
+  for index, documents, num_bytes in shards:
+    if sum(1 for pending, _ in in_flight if running(pending)) < pool_size:
       in_flight.append((pool.apply_async(process_shard, (index, documents, settings)),
                         num_bytes))
     else:
@@ -297,7 +299,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   counts = collections.Counter()
   pool = None
   try:
-    shards = ((index, documents, settings, num_bytes) for index, (documents, num_bytes)
+    shards = ((index, documents, num_bytes) for index, (documents, num_bytes)
               in enumerate(read_document_shards(input_files, shard_documents, decode_stats)))
 
     def write(serialized, shard_counts, num_bytes):
@@ -311,7 +313,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
           f"{counts['instances']:,} instances ({counts['instances'] / elapsed:,.0f}/s)"))
 
     if num_workers <= 1:
-      for index, documents, _, num_bytes in shards:
+      for index, documents, num_bytes in shards:
         write(*process_shard(index, documents, settings), num_bytes)
     else:
       # TensorFlow is not fork-safe: workers start fresh interpreters.
