@@ -135,26 +135,28 @@ def define_export_flags(flag_values=flags.FLAGS):
                     "stock TensorFlow Serving binary lacks the tensorflow-text ops.", **fv)
 
 
-def define_fine_tuning_runner_flags(example_unit="Examples", max_seq_length=128, with_eval=True,
-                                    flag_values=flags.FLAGS):
-  """Every flag group of a fine-tuning runner: distribution, speed, checkpoints, optimizer,
-  padding, the original's fine-tuning flags (arguments as `define_fine_tuning_flags`) and
-  export."""
+def define_engine_flags(flag_values=flags.FLAGS):
+  """The groups every runner of the training engine has: distribution, speed, checkpoints,
+  optimizer."""
   define_distribution_flags(flag_values)
   define_speed_flags(flag_values)
   define_checkpoint_flags(flag_values)
   define_optimizer_flags(flag_values)
+
+
+def define_fine_tuning_runner_flags(example_unit="Examples", max_seq_length=128, with_eval=True,
+                                    flag_values=flags.FLAGS):
+  """Every flag group of a fine-tuning runner: the engine's, padding, the original's fine-tuning
+  flags (arguments as `define_fine_tuning_flags`) and export."""
+  define_engine_flags(flag_values)
   define_padding_flags(flag_values)
   define_fine_tuning_flags(example_unit, max_seq_length, with_eval, flag_values)
   define_export_flags(flag_values)
 
 
 def define_all(flag_values=flags.FLAGS):
-  """Defines every group above."""
-  define_distribution_flags(flag_values)
-  define_speed_flags(flag_values)
-  define_checkpoint_flags(flag_values)
-  define_optimizer_flags(flag_values)
+  """The groups of the pretraining runner (and the test runners): the engine's and the input's."""
+  define_engine_flags(flag_values)
   define_input_flags(flag_values)
 
 
