@@ -9,7 +9,8 @@ class BertTaskModel(config_model.BertConfigModel):
   It takes a whole features dict (the keys that are not model inputs, such as labels and
   `is_real_example`, are dropped), names its variables as the original's checkpoints (the
   encoder's `bert/...`, then each head under its scope), and serialises as its `BertConfig`
-  (`config_model.BertConfigModel`). A subclass builds its layers and graph, then calls this `__init__` with them.
+  (`config_model.BertConfigModel`). A subclass builds its layers and graph, then calls this
+  `__init__` with them.
 
   Args:
     config: the `BertConfig`.

@@ -2,8 +2,8 @@
 does, so its listing and its `run` are what a server would see."""
 
 import re
-import subprocess
-import sys
+
+from tests import scripts
 
 
 def run(*args, with_text_ops=False):
@@ -16,10 +16,7 @@ def run(*args, with_text_ops=False):
   imports = "import tensorflow_text; " if with_text_ops else ""
   code = (f"import sys; {imports}from tensorflow.python.tools import saved_model_cli; "
           "sys.exit(saved_model_cli.main())")
-  result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                          text=True)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result.stdout
+  return scripts.run_python(code, *args)
 
 
 def signatures(export_path):

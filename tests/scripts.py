@@ -1,20 +1,44 @@
 """Running the project's command-line scripts in a child process, and reading what they write."""
 
 import functools
+import json
 import subprocess
 import sys
 
 from tests.conftest import REPO_ROOT
 
 
-def run_script(script, *flags):
+def run_script(script, *flags, timeout=None):
   """Runs `python <script> <flags>` from the repository root.
 
   Returns:
     the `subprocess.CompletedProcess`, with `stdout` and `stderr` as text.
   """
   return subprocess.run([sys.executable, str(REPO_ROOT / script), *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT)
+                        capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout)
+
+
+def run_python(code, *args, cwd=None):
+  """Runs `python -c <code> <args>` in a fresh process (e.g. to load an export as a server
+  would, with nothing of the test's process) and asserts that it succeeded.
+
+  Args:
+    code: the program.
+    *args: its `sys.argv[1:]` (paths may be `pathlib.Path`).
+    cwd: its working directory (default: the test's).
+
+  Returns:
+    its stdout.
+  """
+  result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout
+
+
+def run_python_json(code, *args, cwd=None):
+  """`run_python`, then the JSON its last line of stdout prints (earlier lines may be logs)."""
+  return json.loads(run_python(code, *args, cwd=cwd).strip().splitlines()[-1])
 
 
 def fine_tuning_runner(script):

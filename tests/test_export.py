@@ -4,8 +4,6 @@ answers as `run_classifier.py --do_predict` did, through both signatures."""
 import json
 import random
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,8 +12,8 @@ import tensorflow as tf
 from data import graph_packing
 from data import sequence_pairs
 from data import tokenization
-from tests.conftest import REPO_ROOT
 from tests import saved_model_cli
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 
@@ -91,8 +89,7 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
            "--export_version=7", "--distribution_strategy=one_device"]
   if pairs:
     flags.append("--text_b_column=other")
-  result = subprocess.run([sys.executable, str(REPO_ROOT / "run_classifier.py"), *flags],
-                          capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script("run_classifier.py", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(p.name for p in export_dir.iterdir()) == ["7"]
   assert (export_dir / "7" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
@@ -108,11 +105,8 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
             for r in test_rows]
   ids_request = {name: [getattr(p, name) for p in packed]
                  for name in ("input_ids", "input_mask", "segment_ids")}
-  loaded = subprocess.run(
-      [sys.executable, "-c", LOAD_AND_PREDICT, str(export_dir / "7"), json.dumps(request),
-       json.dumps(ids_request)], capture_output=True, text=True, cwd=tmp_path)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  answers = json.loads(loaded.stdout.strip().splitlines()[-1])
+  answers = scripts.run_python_json(LOAD_AND_PREDICT, export_dir / "7", json.dumps(request),
+                                    json.dumps(ids_request), cwd=tmp_path)
   runner = np.loadtxt(tmp_path / "out" / "test_results.tsv", ndmin=2)
   np.testing.assert_allclose(answers["probabilities"], runner, atol=1e-5)
   np.testing.assert_allclose(answers["ids_probabilities"], runner, atol=1e-5)
@@ -134,14 +128,13 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
 
 def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "run_classifier.py"), "--task_name=tsv",
-       f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
-       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
-       "--max_seq_length=16", "--do_train", "--num_train_epochs=1", "--train_batch_size=8",
-       f"--export_dir={tmp_path / 'export'}", "--export_version=3", "--export_ids_only",
-       "--distribution_strategy=one_device"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script(
+      "run_classifier.py", "--task_name=tsv",
+      f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
+      "--max_seq_length=16", "--do_train", "--num_train_epochs=1", "--train_batch_size=8",
+      f"--export_dir={tmp_path / 'export'}", "--export_version=3", "--export_ids_only",
+      "--distribution_strategy=one_device")
   assert result.returncode == 0, result.stderr[-3000:]
   assert b"Wordpiece" not in (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()
   # A fresh process that never imports tensorflow_text loads it and answers.
@@ -152,10 +145,7 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
           "out = m.signatures['predict_ids'](input_ids=ids, input_mask=tf.cast(ids > 0, tf.int32),"
           " segment_ids=tf.zeros_like(ids))\n"
           "print(out['label'].numpy()[0].decode(), out['probabilities'].numpy().sum())\n")
-  loaded = subprocess.run([sys.executable, "-c", code, str(tmp_path / "export" / "3")],
-                          capture_output=True, text=True)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  label, total = loaded.stdout.split()
+  label, total = scripts.run_python(code, tmp_path / "export" / "3").split()
   assert label in ("craft", "food", "nature") and float(total) == pytest.approx(1.0, abs=1e-5)
   # saved_model_cli run loads it the TF1 way, as TensorFlow Serving's C++ loader does; that path
   # restores only variables the SavedModel tracks explicitly.
@@ -184,21 +174,18 @@ print(json.dumps({"tags": [[t.decode() for t in row if t] for row in out["tags"]
 def test_ner_export_tags_as_the_runner(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
   export_dir = tmp_path / "export"
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "run_ner.py"), f"--data_dir={SAMPLES_DIR / 'ner'}",
-       f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-       f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", "--max_seq_length=48",
-       "--train_batch_size=8", "--num_train_epochs=3", "--learning_rate=1e-3",
-       f"--export_dir={export_dir}", "--export_version=2", "--distribution_strategy=one_device"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script(
+      "run_ner.py", f"--data_dir={SAMPLES_DIR / 'ner'}",
+      f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", "--max_seq_length=48",
+      "--train_batch_size=8", "--num_train_epochs=3", "--learning_rate=1e-3",
+      f"--export_dir={export_dir}", "--export_version=2", "--distribution_strategy=one_device")
   assert result.returncode == 0, result.stderr[-3000:]
   blocks = (tmp_path / "out" / "predictions.txt").read_text().strip().split("\n\n")
   rows = [[line.split() for line in block.splitlines()] for block in blocks]
   sentences = [" ".join(r[0] for r in sentence) for sentence in rows]
-  loaded = subprocess.run([sys.executable, "-c", TAG_SENTENCES, str(export_dir / "2"),
-                           json.dumps(sentences)], capture_output=True, text=True, cwd=tmp_path)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  answers = json.loads(loaded.stdout.strip().splitlines()[-1])
+  answers = scripts.run_python_json(TAG_SENTENCES, export_dir / "2", json.dumps(sentences),
+                                    cwd=tmp_path)
   # Every sentence fits one window, so the export's tags are the runner's, word for word.
   assert answers["tags"][:len(rows)] == [[r[-1] for r in sentence] for sentence in rows]
   empty, long, accented = answers["tags"][len(rows):]

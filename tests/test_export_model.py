@@ -2,8 +2,6 @@
 process, gives extract_features.py's vectors and the pretraining model's masked-LM logits."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import pretraining_model
 from tests import saved_model_cli
-from tests.conftest import REPO_ROOT
+from tests import scripts
 
 MAX_SEQ_LENGTH = 24
 # (text_a, text_b): singles, pairs, and inputs longer than MAX_SEQ_LENGTH on either side.
@@ -53,11 +51,10 @@ def pretrained(tiny_model, tmp_path_factory):
 
 
 def export_model(vocab_file, config_file, checkpoint, export_dir, *flags):
-  return subprocess.run(
-      [sys.executable, str(REPO_ROOT / "export_model.py"), f"--vocab_file={vocab_file}",
-       f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
-       f"--max_seq_length={MAX_SEQ_LENGTH}", f"--export_dir={export_dir}", *flags],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  return scripts.run_script(
+      "export_model.py", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
+      f"--max_seq_length={MAX_SEQ_LENGTH}", f"--export_dir={export_dir}", *flags)
 
 
 def extract_features(tmp_path, vocab_file, config_file, checkpoint, output_name, *flags):
@@ -65,12 +62,11 @@ def extract_features(tmp_path, vocab_file, config_file, checkpoint, output_name,
   input_file.write_text("".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in INPUTS),
                         encoding="utf-8")
   output = tmp_path / output_name
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "extract_features.py"), f"--input_file={input_file}",
-       f"--output_file={output}", f"--vocab_file={vocab_file}",
-       f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
-       f"--max_seq_length={MAX_SEQ_LENGTH}", "--layers=-1", *flags],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script(
+      "extract_features.py", f"--input_file={input_file}",
+      f"--output_file={output}", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
+      f"--max_seq_length={MAX_SEQ_LENGTH}", "--layers=-1", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   return output
 
@@ -116,11 +112,9 @@ def test_export_serves_what_extract_features_and_the_pretraining_model_compute(p
   ids = {name: [getattr(p, name)[:length] for p in packed]
          for name in ("input_ids", "input_mask", "segment_ids")}
   request = {"text_a": [a for a, _ in INPUTS], "text_b": [b for _, b in INPUTS], **ids}
-  loaded = subprocess.run([sys.executable, "-c", LOAD_AND_SERVE, str(export_path),
-                           json.dumps(request)], capture_output=True, text=True, cwd=tmp_path)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
   served = {name: np.array(value) if name != "signatures" else value
-            for name, value in json.loads(loaded.stdout.strip().splitlines()[-1]).items()}
+            for name, value in scripts.run_python_json(
+                LOAD_AND_SERVE, export_path, json.dumps(request), cwd=tmp_path).items()}
   assert served["signatures"] == ["embed", "predict_ids", "serving_default"]
 
   # The in-graph packing is the runner's, and both signatures give the same outputs.
@@ -199,10 +193,7 @@ def test_encoder_only_checkpoint_exports_without_mlm_logits(tiny_model, tmp_path
   assert result.returncode == 0, result.stderr[-3000:]
   assert "exporting without mlm_logits" in result.stderr
   # A process that never imports tensorflow_text loads it.
-  loaded = subprocess.run([sys.executable, "-c", IDS_ONLY, str(tmp_path / "export" / "1")],
-                          capture_output=True, text=True)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  served = json.loads(loaded.stdout.strip().splitlines()[-1])
+  served = scripts.run_python_json(IDS_ONLY, tmp_path / "export" / "1")
   assert served["signatures"] == ["predict_ids"]
   assert sorted(served) == ["embedding", "input_ids", "input_mask", "pooled_output",
                             "sequence_output", "signatures"]

@@ -1,16 +1,11 @@
 """learn_vocab.py: a released-style vocab learned from real text, and its bad-input errors."""
 
-import subprocess
-import sys
-
-
 from data import tokenization
-from tests.conftest import REPO_ROOT
+from tests import scripts
 
 
 def _learn_vocab(*flags):
-  return subprocess.run([sys.executable, str(REPO_ROOT / "learn_vocab.py"), *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+  return scripts.run_script("learn_vocab.py", *flags, timeout=600)
 
 
 def test_vocab_learned_from_wikitext_tokenizes_held_out_text(shared_data, tmp_path):

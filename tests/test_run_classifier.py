@@ -16,7 +16,6 @@ SAMPLE_DIR = SAMPLES_DIR / "classification"
 run_classifier = scripts.fine_tuning_runner("run_classifier.py")
 
 
-
 def sample_flags(tiny_model, output_dir, *extra):
   vocab_file, config_file = tiny_model
   return ("--task_name=tsv", f"--data_dir={SAMPLE_DIR}", f"--vocab_file={vocab_file}",

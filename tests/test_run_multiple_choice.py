@@ -5,8 +5,6 @@ import csv
 import json
 import random
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -39,7 +37,6 @@ def run_task(tiny_model, task, data_dir, output_dir, *flags):
   return run_multiple_choice(f"--task_name={task}", f"--data_dir={data_dir}",
                              f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
                              f"--output_dir={output_dir}", *flags)
-
 
 
 def read_jsonl(path):
@@ -144,11 +141,8 @@ def test_export_in_a_fresh_process_answers_as_the_runner(tiny_model, topic_run):
       tokenizer, 16) for t in tests]
   ids = {name: [[getattr(pair, name) for pair in pairs] for pairs in packed]
          for name in multiple_choice_features.SEQUENCE_FEATURES}
-  loaded = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(export_path),
-                           json.dumps(request), json.dumps(ids)],
-                          capture_output=True, text=True, cwd=output_dir)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  answers = json.loads(loaded.stdout.strip().splitlines()[-1])
+  answers = scripts.run_python_json(LOAD_AND_PREDICT, export_path, json.dumps(request),
+                                    json.dumps(ids), cwd=output_dir)
   runner = read_jsonl(output_dir / "predictions.jsonl")
   np.testing.assert_allclose(answers["probabilities"], [p["probabilities"] for p in runner],
                              atol=1e-5)

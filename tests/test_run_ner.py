@@ -13,7 +13,6 @@ from tests.conftest import SAMPLES_DIR
 run_ner = scripts.fine_tuning_runner("run_ner.py")
 
 
-
 def test_sample_run_scores_and_tags_every_word(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
   result = run_ner(f"--data_dir={SAMPLES_DIR / 'ner'}", f"--vocab_file={vocab_file}",

@@ -4,8 +4,6 @@ checkpoint alone, ids-only without tensorflow-text)."""
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -17,7 +15,7 @@ from data import squad_postprocessing
 from data import tokenization
 from serving import squad_spans
 from tests import saved_model_cli
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 SAMPLE_TRAIN = SAMPLES_DIR / "squad" / "train.json"
@@ -104,11 +102,10 @@ def squad_config(tiny_model, tmp_path_factory):
 
 
 def run_squad(*flags):
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "run_squad.py"), "--distribution_strategy=one_device",
-       f"--max_seq_length={MAX_SEQ_LENGTH}", f"--max_query_length={MAX_QUERY_LENGTH}",
-       "--doc_stride=64", f"--n_best_size={N_BEST_SIZE}", "--predict_batch_size=4", *flags],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script(
+      "run_squad.py", "--distribution_strategy=one_device",
+      f"--max_seq_length={MAX_SEQ_LENGTH}", f"--max_query_length={MAX_QUERY_LENGTH}",
+      "--doc_stride=64", f"--n_best_size={N_BEST_SIZE}", "--predict_batch_size=4", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -152,10 +149,7 @@ def ask_export(path, questions, contexts, features):
   request = {"questions": questions, "contexts": contexts,
              "ids": {name: [getattr(f, name) for f in features]
                      for name in ("input_ids", "input_mask", "segment_ids")}}
-  loaded = subprocess.run([sys.executable, "-c", ASK, str(path), json.dumps(request)],
-                          capture_output=True, text=True)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  return dict(json.loads(loaded.stdout.strip().splitlines()[-1]), request=request)
+  return dict(scripts.run_python_json(ASK, path, json.dumps(request)), request=request)
 
 
 def check_answers_as_the_runner(vocab_file, predict_file, output_dir, export_path,
@@ -291,11 +285,8 @@ def test_v1_export_from_a_checkpoint_alone_and_ids_only(trained, tmp_path):
   assert b"Wordpiece" not in (export_dir / "3" / "saved_model.pb").read_bytes()
   small = {"input_ids": [[2, 7, 3, 9, 3, 0]], "input_mask": [[1, 1, 1, 1, 1, 0]],
            "segment_ids": [[0, 0, 0, 1, 1, 0]]}
-  loaded = subprocess.run([sys.executable, "-c", IDS_ONLY, str(export_dir / "3"),
-                           json.dumps([out["request"]["ids"], small])],
-                          capture_output=True, text=True)
-  assert loaded.returncode == 0, loaded.stderr[-3000:]
-  same_ids, small_logits = json.loads(loaded.stdout.strip().splitlines()[-1])
+  same_ids, small_logits = scripts.run_python_json(
+      IDS_ONLY, export_dir / "3", json.dumps([out["request"]["ids"], small]))
   for name in ("start_logits", "end_logits"):
     for got, want in zip(same_ids[name], out["ids"][name]):
       assert got == pytest.approx(want, abs=1e-5)
