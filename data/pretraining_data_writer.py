@@ -165,7 +165,7 @@ def _process_shard(shard_index, documents, settings):
   # Lines that tokenize to nothing are dropped, and documents left empty with them.
   tokenized = [[ids for ids in (next(line_ids) for _ in document) if ids]
                for document in documents]
-  counts = collections.Counter()
+  counts = collections.Counter(documents=sum(1 for document in tokenized if document))
   instances = pretraining_instances.create_instances(
       tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
       settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
@@ -174,12 +174,15 @@ def _process_shard(shard_index, documents, settings):
       mask_with_rng=settings.original_random_stream)
   batch = instance_batches.from_instances(instances, settings.max_seq_length,
                                           settings.max_predictions_per_seq)
+  # The instances' lists and the ids they share with the documents take as much memory as the
+  # arrays: freed before masking, which needs as much again (a worker's peak, measured).
+  del tokenized, instances
   if not settings.original_random_stream:
     batch = vectorized_masking.mask_batch(
         batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
         settings.do_whole_word_mask,
         vectorized_masking.seeded_generator(settings.random_seed, shard_index))
-  counts.update(documents=sum(1 for d in tokenized if d), instances=len(instances))
+  counts.update(instances=len(batch.lengths))
   instance_batches.count_statistics(batch, settings.masked_lm_prob, counts)
   return pretraining_examples.serialize(batch), counts
 
@@ -268,7 +271,7 @@ class NoDocumentsError(ValueError):
 
 
 def write_pretraining_data(input_files, output_files, settings, num_workers=1,
-                           shard_documents=10000, compression_type=None):
+                           shard_documents=10000, compression_type=None, start_method="spawn"):
   """Creates instances from `input_files` and writes them to `output_files`.
 
   Outputs are written under temporary names and renamed only when every shard succeeded, so an
@@ -279,9 +282,14 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     input_files: text files in the original format.
     output_files: TFRecord paths; instances go round-robin to them.
     settings: `Settings`.
-    num_workers: worker processes (1: everything in this process).
+    num_workers: processes making shards, this one included (1: everything in this process).
     shard_documents: documents per shard (also the pool of random next-sentence documents).
     compression_type: None or "GZIP".
+    start_method: how the `num_workers - 1` other processes start (`multiprocessing`):
+      "spawn", fresh interpreters that import TensorFlow again (several seconds each), is safe in
+      any process; "fork" starts them at once from this process's memory, but is only safe while
+      this process has not run a TensorFlow op (a forked child lacks the runtime's threads), as in
+      `create_pretraining_data.py`. The workers start before any TensorFlow op here.
 
   Returns:
     the statistics dict.
@@ -294,11 +302,13 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
   bar = progress.Progress(total=total_bytes / 1e6, unit="MB", count_format=",.2f")
   temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
-  options = tf.io.TFRecordOptions(compression_type=compression_type)
-  writers = [tf.io.TFRecordWriter(path, options) for path in temp_paths]
+  writers = []
   counts = collections.Counter()
-  pool = None
+  pool = (multiprocessing.get_context(start_method).Pool(num_workers - 1)
+          if num_workers > 1 else None)
   try:
+    options = tf.io.TFRecordOptions(compression_type=compression_type)
+    writers = [tf.io.TFRecordWriter(path, options) for path in temp_paths]
     shards = ((index, documents, num_bytes) for index, (documents, num_bytes)
               in enumerate(read_document_shards(input_files, shard_documents, decode_stats)))
 
@@ -312,12 +322,10 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
           f"; {counts['documents']:,} documents ({counts['documents'] / elapsed:,.0f}/s), "
           f"{counts['instances']:,} instances ({counts['instances'] / elapsed:,.0f}/s)"))
 
-    if num_workers <= 1:
+    if pool is None:
       for index, documents, num_bytes in shards:
         write(*process_shard(index, documents, settings), num_bytes)
     else:
-      # TensorFlow is not fork-safe: workers start fresh interpreters.
-      pool = multiprocessing.get_context("spawn").Pool(num_workers - 1)
       for result, num_bytes in _shard_results(pool, num_workers - 1, shards, settings):
         write(*result, num_bytes)
       pool.close()

@@ -15,6 +15,7 @@ from data import tokenization
 from data import vectorized_masking
 from data import wikitext
 from tests import scripts
+from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 
 MAX_SEQ_LENGTH = 64
@@ -91,6 +92,21 @@ def test_records_have_the_original_schema_and_invariants(tmp_path, sample_vocab)
   assert set(records["next_sentence_labels"].ravel()) == {0, 1}
 
 
+# The library with spawned workers, in a process that has run a TensorFlow op (where forking, as
+# the script does, would not be safe); the script's defaults otherwise.
+SPAWNED_WORKERS = """
+import sys
+import tensorflow as tf
+from data import pretraining_data_writer as writer
+tf.constant(0)
+settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=64,
+                           max_predictions_per_seq=10, random_seed=12345, dupe_factor=2,
+                           masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=2,
+                              shard_documents=3)
+"""
+
+
 def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_differs(
     tmp_path, sample_vocab):
   (tmp_path / "one").mkdir()
@@ -100,7 +116,10 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
   one = create(tmp_path / "one", sample_vocab, *sharded)[0].read_bytes()
   two = create(tmp_path / "two", sample_vocab, *sharded, "--num_workers=2")[0].read_bytes()
   other = create(tmp_path / "seed", sample_vocab, *sharded, "--random_seed=7")[0].read_bytes()
-  assert one == two
+  spawned = tmp_path / "spawned.tfrecord"
+  scripts.run_python(SPAWNED_WORKERS, SAMPLES_DIR / "sample_corpus.txt", spawned, sample_vocab,
+                     cwd=REPO_ROOT)
+  assert one == two == spawned.read_bytes()
   assert one != other
 
 
