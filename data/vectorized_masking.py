@@ -16,6 +16,9 @@ import numpy as np
 from data import instance_batches
 from data import pretraining_instances
 
+# Rows masked at once.
+_BLOCK_ROWS = 1024
+
 _MASK, _RANDOM, _KEEP = (instance_batches.ACTIONS.index(action) for action in (
     pretraining_instances.MASK, pretraining_instances.RANDOM, pretraining_instances.KEEP))
 
@@ -68,9 +71,23 @@ def choose_masked_positions(input_ids, lengths, masked_lm_prob, max_predictions_
     bool `[num_rows, seq_length]`, True at the predicted positions.
   """
   num_rows, seq_length = input_ids.shape
+  keys = generator.random((num_rows, seq_length))
+  masked = np.zeros((num_rows, seq_length), bool)
+  # Block by block: the walk's temporaries for a whole shard would be several times its ids.
+  for start in range(0, num_rows, _BLOCK_ROWS):
+    rows = slice(start, start + _BLOCK_ROWS)
+    masked[rows] = _choose_in_rows(input_ids[rows], lengths[rows], keys[rows], masked_lm_prob,
+                                   max_predictions_per_seq, special_ids, do_whole_word_mask)
+  return masked
+
+
+def _choose_in_rows(input_ids, lengths, keys, masked_lm_prob, max_predictions_per_seq,
+                    special_ids, do_whole_word_mask):
+  """`choose_masked_positions` of some rows, given their uniform `keys` (float
+  `[num_rows, seq_length]`, overwritten)."""
+  num_rows, seq_length = input_ids.shape
   candidate, word_of_position = _words(input_ids, lengths, special_ids, do_whole_word_mask)
   num_words = word_of_position[:, -1] + 1
-  keys = generator.random((num_rows, seq_length))
   # Slots past a row's last word sort last, so ranks 0..num_words-1 are a uniform order of them.
   keys[np.arange(seq_length) >= num_words[:, None]] = 2.0
   order = np.argsort(keys, axis=1)
