@@ -10,7 +10,7 @@ from (`random_seed`, shard index); `original_random_stream` masks them one by on
 shard's `random.Random`, as the original. Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
 output whatever the number of workers. With several workers the main process makes shards too
-whenever every spawned worker is busy (so it works while they start), and at most
+whenever every other worker is busy, and at most
 `4 * num_workers` shards are in flight, so memory is bounded by a few shards, not by the corpus.
 """
 
@@ -190,9 +190,9 @@ def _process_shard(shard_index, documents, settings):
 def _shard_results(pool, pool_size, shards, settings):
   """Processes `shards` on `pool` and in this process, yielding the results in shard order.
 
-  A shard goes to the pool while one of its workers is free, otherwise this process makes it:
-  so this process works while the spawned workers still import TensorFlow (4.7 s each on the
-  benchmark's machine), and the order of the output does not depend on who made which shard.
+  A shard goes to the pool while one of its workers is free (or still starting: a spawned worker
+  imports TensorFlow first), otherwise this process makes it; the order of the output does not
+  depend on who made which shard.
 
   Args:
     pool: a `multiprocessing.Pool` of `pool_size` workers.
