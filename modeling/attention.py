@@ -84,19 +84,23 @@ class SelfAttention(keras.layers.Layer):
     seq_length = tf.shape(mask_adder)[3]
 
     def split_heads(tensor):
-      """`[batch_size * seq_length, H]` -> `[batch_size, seq_length, A, H / A]`."""
-      return tf.reshape(tensor, [batch_size, seq_length, self.num_attention_heads,
-                                 self.head_size])
+      """`[batch_size * seq_length, H]` -> `[batch_size, A, seq_length, H / A]`."""
+      return tf.transpose(
+          tf.reshape(tensor, [batch_size, seq_length, self.num_attention_heads, self.head_size]),
+          [0, 2, 1, 3])
 
+    # Heads moved ahead of positions and two batched matmuls, as the original's
+    # `transpose_for_scores`: with oneDNN on, the pretraining step at the Base shape is 0-6%
+    # faster than with the same contractions written as one `einsum` each (README, Model step).
     query = split_heads(self.query(hidden_states))
     key = split_heads(self.key(hidden_states))
     value = split_heads(self.value(hidden_states))
-    scores = tf.einsum("bfnd,btnd->bnft", query, key)
+    scores = tf.matmul(query, key, transpose_b=True)
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     scores += tf.cast(mask_adder, tf.float32)
     probabilities = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
     probabilities = self.dropout(probabilities, training=training)
-    context = tf.einsum("bnft,btnd->bfnd", probabilities, value)
+    context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
     return tf.reshape(context, [-1, self.hidden_size])
 
   def get_config(self):
