@@ -54,3 +54,52 @@ def get_activation(name):
   if key is None:
     raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(ACTIVATIONS)}")
   return ACTIVATIONS[key]
+
+
+def _xla_fused(activation):
+  """Returns `activation` as two XLA kernels: one for its value and one for its gradient.
+
+  For training only. Written as TensorFlow ops, a GELU's value and gradient are a dozen
+  elementwise passes over `[batch_size * seq_length, intermediate_size]` each; XLA fuses each into
+  one pass (16 -> 4 ms forward + backward on `[1024, 3072]` on the project's 2-core CPU; the Base
+  pretraining step 2-5% faster, README "Model step"). The gradient is TensorFlow's own derivative
+  of `activation`, compiled, not a hand-written formula. Inference and exports keep the plain ops:
+  TensorFlow Serving runs XLA-compiled functions only behind a flag.
+
+  Args:
+    activation: an elementwise function of one tensor.
+
+  Returns:
+    A function with the same values (up to XLA's rounding) whose gradient runs as one kernel.
+  """
+  value = tf.function(activation, jit_compile=True)
+
+  @tf.function(jit_compile=True)
+  def gradient(x, upstream):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = activation(x)
+    return tape.gradient(y, x, output_gradients=upstream)
+
+  # AutoGraph would convert the custom-gradient wrapper too and return its gradient function as
+  # an output.
+  @tf.autograph.experimental.do_not_convert
+  @tf.custom_gradient
+  def fused(x):
+    return value(x), lambda upstream: gradient(x, upstream)
+
+  return fused
+
+
+# Activations whose training form is worth fusing; the rest are single TensorFlow kernels already.
+_FUSED_FOR_TRAINING = {"gelu": _xla_fused(gelu), "gelu_exact": _xla_fused(gelu_exact)}
+
+
+def get_training_activation(name):
+  """Returns the form of `get_activation(name)` to run when training: XLA-fused for the GELUs.
+
+  Raises:
+    ValueError: an unknown name.
+  """
+  activation = get_activation(name)
+  return _FUSED_FOR_TRAINING.get(canonical_name(name), activation)

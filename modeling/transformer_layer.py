@@ -52,8 +52,9 @@ class TransformerLayer(keras.layers.Layer):
     self.attention_output_dense = dense(hidden_size, "attention_output_dense")
     self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
     self.attention_layer_norm = layer_norm.make_layer_norm("attention_output_LayerNorm")
-    self.intermediate_dense = dense(intermediate_size, "intermediate_dense",
-                                    activations.get_activation(hidden_act))
+    self.intermediate_dense = dense(intermediate_size, "intermediate_dense")
+    self.activation = activations.get_activation(hidden_act)
+    self.training_activation = activations.get_training_activation(hidden_act)
     self.output_dense = dense(hidden_size, "output_dense")
     self.output_dropout = keras.layers.Dropout(hidden_dropout_prob)
     self.output_layer_norm = layer_norm.make_layer_norm("output_LayerNorm")
@@ -74,7 +75,8 @@ class TransformerLayer(keras.layers.Layer):
     Args:
       hidden_states: float `[batch_size, seq_length, hidden_size]`.
       input_mask: int `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
-      training: apply dropout.
+      training: apply dropout, and run the GELU as its XLA-compiled training form
+        (`activations.get_training_activation`).
 
     Returns:
       `[batch_size, seq_length, hidden_size]` in the compute dtype.
@@ -89,7 +91,8 @@ class TransformerLayer(keras.layers.Layer):
                                               training=training)
     attention_output = tf.cast(self.attention_layer_norm(attention_output + layer_input),
                                self.compute_dtype)
-    intermediate = self.intermediate_dense(attention_output)
+    activation = self.training_activation if training else self.activation
+    intermediate = activation(self.intermediate_dense(attention_output))
     layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
     layer_output = tf.cast(self.output_layer_norm(layer_output + attention_output),
                            self.compute_dtype)

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from data import graph_packing
 from data import sequence_pairs
@@ -136,7 +137,13 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
       f"--export_dir={tmp_path / 'export'}", "--export_version=3", "--export_ids_only",
       "--distribution_strategy=one_device")
   assert result.returncode == 0, result.stderr[-3000:]
-  assert b"Wordpiece" not in (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()
+  saved_model_bytes = (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()
+  assert b"Wordpiece" not in saved_model_bytes
+  # Training ran the XLA-compiled GELU; the export holds none (Serving compiles XLA only on a flag).
+  saved_model = saved_model_pb2.SavedModel.FromString(saved_model_bytes)
+  functions = [f for meta_graph in saved_model.meta_graphs
+               for f in meta_graph.graph_def.library.function]
+  assert functions and not [f for f in functions if f.attr["_XlaMustCompile"].b]
   # A fresh process that never imports tensorflow_text loads it and answers.
   code = ("import sys, tensorflow as tf\n"
           "m = tf.saved_model.load(sys.argv[1])\n"

@@ -95,6 +95,50 @@ def test_activations_match_their_formulas():
   assert activations.canonical_name("") == activations.canonical_name(None) == "linear"
 
 
+def _xla_compiled_functions(graph_def):
+  """Names of the functions in `graph_def`'s library that XLA must compile."""
+  return [function.signature.name for function in graph_def.library.function
+          if function.attr["_XlaMustCompile"].b]
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_exact"])
+def test_training_gelu_is_the_same_function_compiled_by_xla(name):
+  x = tf.constant(np.linspace(-8, 8, 2001), tf.float32)
+  plain = activations.get_activation(name)
+  fused = activations.get_training_activation(name)
+
+  def value_and_gradient(activation):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = activation(x)
+    return y, tape.gradient(y, x, output_gradients=tf.cos(x))
+
+  expected_value, expected_gradient = value_and_gradient(plain)
+  traced = tf.function(value_and_gradient)
+  for run in (value_and_gradient, traced, tf.function(value_and_gradient, jit_compile=True)):
+    value, gradient = run(fused)
+    np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-5, atol=1e-5)
+  graph_def = traced.get_concrete_function(fused).graph.as_graph_def()
+  assert len(_xla_compiled_functions(graph_def)) == 2  # the value and the gradient
+  assert not _xla_compiled_functions(traced.get_concrete_function(plain).graph.as_graph_def())
+  assert activations.get_training_activation("relu") is activations.get_activation("relu")
+
+
+def test_only_training_runs_the_xla_compiled_activation():
+  config = bert_config_lib.BertConfig(**dict(TINY, hidden_dropout_prob=0.0,
+                                             attention_probs_dropout_prob=0.0))
+  model = pretraining_model.BertPretrainingModel(config)
+  features = _tiny_features()
+  graphs = {training: tf.function(lambda batch, training=training: model(batch, training=training))
+            .get_concrete_function(features).graph.as_graph_def()
+            for training in (False, True)}
+  assert not _xla_compiled_functions(graphs[False])  # exports trace this path
+  assert _xla_compiled_functions(graphs[True])
+  np.testing.assert_allclose(model(features, training=True)["masked_lm_logits"],
+                             model(features, training=False)["masked_lm_logits"], atol=1e-5)
+
+
 def test_bert_base_has_the_original_names_shapes_and_parameter_counts(tmp_path):
   model = pretraining_model.BertPretrainingModel(BASE_CONFIG)
   assert model.encoder.count_params() == 109_482_240
