@@ -15,6 +15,7 @@ from data import sequence_pairs
 from data import tokenization
 from tests import saved_model_cli
 from tests import scripts
+from tests import xla_functions
 from tests.conftest import SAMPLES_DIR
 
 
@@ -140,10 +141,10 @@ def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
   saved_model_bytes = (tmp_path / "export" / "3" / "saved_model.pb").read_bytes()
   assert b"Wordpiece" not in saved_model_bytes
   # Training ran the XLA-compiled GELU; the export holds none (Serving compiles XLA only on a flag).
-  saved_model = saved_model_pb2.SavedModel.FromString(saved_model_bytes)
-  functions = [f for meta_graph in saved_model.meta_graphs
-               for f in meta_graph.graph_def.library.function]
-  assert functions and not [f for f in functions if f.attr["_XlaMustCompile"].b]
+  meta_graphs = saved_model_pb2.SavedModel.FromString(saved_model_bytes).meta_graphs
+  assert any(meta_graph.graph_def.library.function for meta_graph in meta_graphs)
+  assert not [name for meta_graph in meta_graphs
+              for name in xla_functions.xla_compiled_functions(meta_graph.graph_def)]
   # A fresh process that never imports tensorflow_text loads it and answers.
   code = ("import sys, tensorflow as tf\n"
           "m = tf.saved_model.load(sys.argv[1])\n"

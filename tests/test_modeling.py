@@ -14,6 +14,7 @@ from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import losses
 from modeling import pretraining_model
+from tests import xla_functions
 
 BASE_CONFIG = bert_config_lib.BertConfig(vocab_size=30522, type_vocab_size=2)
 TINY = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -95,12 +96,6 @@ def test_activations_match_their_formulas():
   assert activations.canonical_name("") == activations.canonical_name(None) == "linear"
 
 
-def _xla_compiled_functions(graph_def):
-  """Names of the functions in `graph_def`'s library that XLA must compile."""
-  return [function.signature.name for function in graph_def.library.function
-          if function.attr["_XlaMustCompile"].b]
-
-
 @pytest.mark.parametrize("name", ["gelu", "gelu_exact"])
 def test_training_gelu_is_the_same_function_compiled_by_xla(name):
   x = tf.constant(np.linspace(-8, 8, 2001), tf.float32)
@@ -120,8 +115,9 @@ def test_training_gelu_is_the_same_function_compiled_by_xla(name):
     np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-5, atol=1e-5)
   graph_def = traced.get_concrete_function(fused).graph.as_graph_def()
-  assert len(_xla_compiled_functions(graph_def)) == 2  # the value and the gradient
-  assert not _xla_compiled_functions(traced.get_concrete_function(plain).graph.as_graph_def())
+  assert len(xla_functions.xla_compiled_functions(graph_def)) == 2  # the value and the gradient
+  plain_graph_def = traced.get_concrete_function(plain).graph.as_graph_def()
+  assert not xla_functions.xla_compiled_functions(plain_graph_def)
   assert activations.get_training_activation("relu") is activations.get_activation("relu")
 
 
@@ -133,8 +129,8 @@ def test_only_training_runs_the_xla_compiled_activation():
   graphs = {training: tf.function(lambda batch, training=training: model(batch, training=training))
             .get_concrete_function(features).graph.as_graph_def()
             for training in (False, True)}
-  assert not _xla_compiled_functions(graphs[False])  # exports trace this path
-  assert _xla_compiled_functions(graphs[True])
+  assert not xla_functions.xla_compiled_functions(graphs[False])  # exports trace this path
+  assert xla_functions.xla_compiled_functions(graphs[True])
   np.testing.assert_allclose(model(features, training=True)["masked_lm_logits"],
                              model(features, training=False)["masked_lm_logits"], atol=1e-5)
 
