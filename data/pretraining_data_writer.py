@@ -18,17 +18,20 @@ import collections
 import contextlib
 import dataclasses
 import gc
+import itertools
 import json
 import multiprocessing
 import multiprocessing.pool
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from data import atomic_files
 from data import graph_tokenization
 from data import instance_batches
+from data import instance_layout
 from data import pretraining_examples
 from data import pretraining_instances
 from data import progress
@@ -99,7 +102,12 @@ _TOKENIZERS = {}
 
 
 def _tokenize_lines(lines, settings):
-  """Returns a list of id lists, one per line, with the fast or pure-Python tokenizer."""
+  """Tokenizes `lines` with the fast or pure-Python tokenizer.
+
+  Returns:
+    `(ids, line_splits)`: int64 `[num_tokens]`, every line's ids back to back; int64
+    `[len(lines) + 1]`, line `i` is `ids[line_splits[i]:line_splits[i + 1]]`.
+  """
   key = (settings.vocab_file, settings.do_lower_case, settings.use_graph_tokenizer)
   if key not in _TOKENIZERS:
     _TOKENIZERS[key] = (
@@ -108,14 +116,15 @@ def _tokenize_lines(lines, settings):
         else tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case))
   tokenizer = _TOKENIZERS[key]
   if not settings.use_graph_tokenizer:
-    return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
-  ids = []
+    line_ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+    return (np.fromiter(itertools.chain.from_iterable(line_ids), np.int64),
+            np.cumsum([0] + [len(ids) for ids in line_ids], dtype=np.int64))
+  ids, line_splits = [], [np.zeros(1, np.int64)]
   for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
     ragged = tokenizer.tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))
-    values = ragged.flat_values.numpy().tolist()
-    splits = ragged.row_splits.numpy()
-    ids.extend(values[splits[i]:splits[i + 1]] for i in range(len(splits) - 1))
-  return ids
+    ids.append(ragged.flat_values.numpy().astype(np.int64))
+    line_splits.append(ragged.row_splits.numpy()[1:] + line_splits[-1][-1])
+  return np.concatenate(ids), np.concatenate(line_splits)
 
 
 _SPECIAL_IDS = {}
@@ -160,24 +169,26 @@ def _process_shard(shard_index, documents, settings):
     _SPECIAL_IDS[settings.vocab_file] = pretraining_instances.SpecialIds.from_vocab(
         tokenization.load_vocab(settings.vocab_file))
   special_ids = _SPECIAL_IDS[settings.vocab_file]
-  lines = [line for document in documents for line in document]
-  line_ids = iter(_tokenize_lines(lines, settings))
+  ids, line_splits = _tokenize_lines([line for document in documents for line in document],
+                                     settings)
   # Lines that tokenize to nothing are dropped, and documents left empty with them.
-  tokenized = [[ids for ids in (next(line_ids) for _ in document) if ids]
-               for document in documents]
-  counts = collections.Counter(documents=sum(1 for document in tokenized if document))
-  instances = pretraining_instances.create_instances(
-      tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
-      settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
-      settings.do_whole_word_mask,
-      pretraining_instances.seeded_rng(settings.random_seed, shard_index), counts,
-      mask_with_rng=settings.original_random_stream)
-  batch = instance_batches.from_instances(instances, settings.max_seq_length,
-                                          settings.max_predictions_per_seq)
-  # The instances' lists and the ids they share with the documents take as much memory as the
-  # arrays: freed before masking, which needs as much again (a worker's peak, measured).
-  del tokenized, instances
-  if not settings.original_random_stream:
+  tokenized = instance_layout.Documents.from_lines(ids, line_splits,
+                                                   [len(document) for document in documents])
+  counts = collections.Counter(documents=len(tokenized.boundaries))
+  rng = pretraining_instances.seeded_rng(settings.random_seed, shard_index)
+  if settings.original_random_stream:
+    instances = pretraining_instances.create_instances(
+        tokenized.as_lists(), settings.dupe_factor, settings.max_seq_length,
+        settings.short_seq_prob, settings.masked_lm_prob, settings.max_predictions_per_seq,
+        special_ids, settings.do_whole_word_mask, rng, counts)
+    batch = instance_batches.from_instances(instances, settings.max_seq_length,
+                                            settings.max_predictions_per_seq)
+  else:
+    batch = instance_layout.create_instance_batch(
+        tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
+        settings.max_predictions_per_seq, special_ids, rng, counts)
+    # Masking needs as much memory again as the batch: the documents go first.
+    del tokenized, ids
     batch = vectorized_masking.mask_batch(
         batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
         settings.do_whole_word_mask,

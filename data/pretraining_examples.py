@@ -1,6 +1,105 @@
-"""Serialized `tf.train.Example`s with the original's seven pretraining features, from arrays."""
+"""Serialized `tf.train.Example`s with the original's seven pretraining features, from arrays.
 
-import tensorflow as tf
+The bytes are assembled with NumPy in the protocol-buffer wire format, for all rows at once: the
+same bytes as `tf.train.Example.SerializeToString(deterministic=True)` (map keys sorted; checked
+byte for byte in the tests). For the 14,240 examples of one WikiText-2 valid shard: 0.17-0.30 s,
+against 0.39-0.58 s filling and serializing one reused message per row (five interleaved rounds).
+
+The wire format (https://protobuf.dev/programming-guides/encoding/): an `Example` is field 1
+(`features`) holding a `Features`, whose map `feature` is repeated field 1 of entries
+`{1: key, 2: Feature}`; a `Feature` holds `float_list` (field 2) or `int64_list` (field 3), each
+a packed repeated field 1. Lengths and int64 values are varints (a negative int64 takes 10 bytes,
+its two's complement); floats are little-endian float32. An empty packed list writes no field.
+"""
+
+import numpy as np
+
+_INT64_LIST, _FLOAT_LIST = 3, 2  # `Feature` field numbers.
+
+
+def _varint(value):
+  """The varint bytes of a non-negative Python int."""
+  out = bytearray()
+  while value >= 0x80:
+    out.append((value & 0x7F) | 0x80)
+    value >>= 7
+  out.append(value)
+  return bytes(out)
+
+
+def _length_delimited(field_number, payload_length):
+  """The tag and length that precede a `payload_length`-byte string or message field."""
+  return _varint(field_number << 3 | 2) + _varint(payload_length)
+
+
+def _per_length(make_bytes, lengths):
+  """A block (see `_join_blocks`) of `make_bytes(length)` for each row's length.
+
+  Args:
+    make_bytes: function of a Python int, returning bytes; called once per distinct length.
+    lengths: int `[num_rows]`.
+
+  Returns:
+    `(values, written)`: uint8 and bool `[num_rows, longest]`, each row's bytes left-aligned.
+  """
+  distinct, row_index = np.unique(lengths, return_inverse=True)
+  table = [make_bytes(length) for length in distinct.tolist()]
+  width = max(map(len, table), default=0)
+  values = np.zeros((len(table), width), np.uint8)
+  for index, row_bytes in enumerate(table):
+    values[index, :len(row_bytes)] = np.frombuffer(row_bytes, np.uint8)
+  written = np.arange(width) < np.array([len(row_bytes) for row_bytes in table])[:, None]
+  return values[row_index], written[row_index]
+
+
+def _packed_varints(values):
+  """The block (see `_join_blocks`) of each row's packed varints, from an integer array
+  `[num_rows, width]`."""
+  unsigned = values.astype(np.int64).view(np.uint64)
+  largest = int(unsigned.max(initial=0))
+  if largest < 0x80:
+    # Every value below 128 (masks, segment ids, labels, short positions): one byte each.
+    return unsigned.astype(np.uint8), np.ones(unsigned.shape, bool)
+  max_bytes = (largest.bit_length() + 6) // 7
+  num_bytes = np.ones(unsigned.shape, np.uint8)
+  for k in range(1, max_bytes):
+    num_bytes += unsigned >= np.uint64(1 << (7 * k))
+  groups = np.stack([
+      ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+      | ((num_bytes > k + 1).view(np.uint8) << 7)
+      for k in range(max_bytes)], axis=-1)
+  written = np.arange(max_bytes, dtype=np.uint8) < num_bytes[..., None]
+  return groups.reshape(len(values), -1), written.reshape(len(values), -1)
+
+
+def _feature_blocks(name, kind, payload):
+  """The map item of one feature for every row, as two blocks (see `_join_blocks`): the bytes
+  up to the list's values (they depend only on the values' length), and the values."""
+  name = name.encode("utf-8")
+
+  def prefix(payload_length):
+    values_head = _length_delimited(1, payload_length) if payload_length else b""
+    feature_head = _length_delimited(kind, len(values_head) + payload_length) + values_head
+    entry_head = (_length_delimited(1, len(name)) + name
+                  + _length_delimited(2, len(feature_head) + payload_length) + feature_head)
+    return _length_delimited(1, len(entry_head) + payload_length) + entry_head
+
+  return [_per_length(prefix, payload[1].sum(axis=1)), payload]
+
+
+def _join_blocks(blocks):
+  """Each row's written bytes of every block, in order.
+
+  A block is `(values, written)`: uint8 and bool arrays `[num_rows, block_width]`, a row's bytes
+  being `values[row][written[row]]`. Laying the blocks side by side and keeping the written bytes
+  row by row concatenates them with one selection, without per-row work.
+
+  Returns:
+    `(data, row_lengths)`: uint8 `[total]`, the rows back to back; int64 `[num_rows]`.
+  """
+  written = np.concatenate([block_written for _, block_written in blocks], axis=1)
+  data = np.concatenate([values for values, _ in blocks], axis=1)[written]
+  return data, written.sum(axis=1, dtype=np.int64)
 
 
 def serialize(batch):
@@ -10,36 +109,30 @@ def serialize(batch):
     batch: an `InstanceBatch` with `N` rows.
 
   Returns:
-    list of `N` bytes, each a `tf.train.Example` with sorted map keys (deterministic bytes).
+    list of `N` bytes, each a `tf.train.Example` as `SerializeToString(deterministic=True)`
+    writes it (map keys sorted).
   """
+  num_rows = len(batch.lengths)
   max_seq_length = batch.input_ids.shape[1]
   max_predictions = batch.masked_lm_positions.shape[1]
-  # `input_mask`, `masked_lm_weights` and `next_sentence_labels` take few distinct values: each is
-  # built once and copied in.
-  masks = [tf.train.Int64List(value=[1] * length + [0] * (max_seq_length - length))
-           for length in range(max_seq_length + 1)]
-  weights = [tf.train.FloatList(value=[1.0] * count + [0.0] * (max_predictions - count))
-             for count in range(max_predictions + 1)]
-  labels = [tf.train.Int64List(value=[label]) for label in (0, 1)]
-  # One message reused for every row, its lists refilled: cheaper than seven new Feature
-  # messages per example.
-  example = tf.train.Example()
-  feature = example.features.feature
-  arrays = {name: getattr(batch, name)
-            for name in ("input_ids", "segment_ids", "masked_lm_positions", "masked_lm_ids")}
-  columns = [(feature[name].int64_list.value, array) for name, array in arrays.items()]
-  mask, weight, label = (feature["input_mask"].int64_list,
-                         feature["masked_lm_weights"].float_list,
-                         feature["next_sentence_labels"].int64_list)
-  serialized = []
-  for row, (length, count, is_random_next) in enumerate(zip(
-      batch.lengths.tolist(), batch.num_predictions.tolist(), batch.is_random_next.tolist())):
-    for values, array in columns:
-      # Row by row: measured faster than converting the whole arrays first (0.35 against
-      # 0.54 s for 13,409 examples), which also keeps millions of Python ints alive at once.
-      values[:] = array[row].tolist()
-    mask.CopyFrom(masks[length])
-    weight.CopyFrom(weights[count])
-    label.CopyFrom(labels[is_random_next])
-    serialized.append(example.SerializeToString(deterministic=True))
-  return serialized
+  input_mask = np.arange(max_seq_length) < batch.lengths[:, None]
+  masked_lm_weights = (np.arange(max_predictions) < batch.num_predictions[:, None]).astype("<f4")
+  float_block = (masked_lm_weights.view(np.uint8).reshape(num_rows, 4 * max_predictions),
+                 np.ones((num_rows, 4 * max_predictions), bool))
+  features = [  # In sorted key order.
+      *_feature_blocks("input_ids", _INT64_LIST, _packed_varints(batch.input_ids)),
+      *_feature_blocks("input_mask", _INT64_LIST, _packed_varints(input_mask)),
+      *_feature_blocks("masked_lm_ids", _INT64_LIST, _packed_varints(batch.masked_lm_ids)),
+      *_feature_blocks("masked_lm_positions", _INT64_LIST,
+                       _packed_varints(batch.masked_lm_positions)),
+      *_feature_blocks("masked_lm_weights", _FLOAT_LIST, float_block),
+      *_feature_blocks("next_sentence_labels", _INT64_LIST,
+                       _packed_varints(batch.is_random_next[:, None])),
+      *_feature_blocks("segment_ids", _INT64_LIST, _packed_varints(batch.segment_ids)),
+  ]
+  features_length = sum(written.sum(axis=1, dtype=np.int64) for _, written in features)
+  data, row_lengths = _join_blocks(
+      [_per_length(lambda length: _length_delimited(1, length), features_length), *features])
+  data = data.tobytes()
+  ends = np.cumsum(row_lengths).tolist()
+  return [data[start:end] for start, end in zip([0] + ends[:-1], ends)]

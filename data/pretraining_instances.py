@@ -3,12 +3,11 @@
 A faithful transcription of the original's `create_instances_from_document`,
 `create_masked_lm_predictions` and `truncate_seq_pair`, with the same calls on the same
 `random.Random` in the same order, so the same documents and seed give the original's instances.
-It works on word-piece ids instead of strings (the vocabulary maps one to one), which is what lets
-a worker hand its documents over as compact integer lists.
-
-With `mask_with_rng=False` only the layout is made here (chunks, A/B, random next sentence,
-truncation) and `data/vectorized_masking.py` masks a whole shard at once: the same distribution,
-several times faster, but not the original's random stream.
+It works on word-piece ids instead of strings (the vocabulary maps one to one). This is the path
+of `--original_random_stream` and of the benchmark's pure-Python baseline; by default
+`data/instance_layout.py` lays out the same instances on token ranges (with `mask_with_rng=False`
+here the two are compared in the tests) and `data/vectorized_masking.py` masks a whole shard at
+once: the same distribution, several times faster, but not the original's random stream.
 """
 
 import dataclasses
@@ -157,7 +156,8 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
     do_whole_word_mask: see `create_masked_lm_predictions`.
     rng: `random.Random`.
     mask_with_rng: mask each instance as it is made, with `rng` (the original); False leaves the
-      instances unmasked, with empty `masked_lm_*` lists.
+      instances unmasked, with empty `masked_lm_*` lists (the layout alone, which
+      `instance_layout` must reproduce).
 
   Returns:
     list of `TrainingInstance`.

@@ -1,0 +1,199 @@
+"""The original's instance layout on token ranges, packed into arrays with NumPy (the fast path).
+
+`pretraining_instances.create_instances` (the original, transcribed) builds every instance as
+Python lists: A and B by extending lists segment by segment, truncation by deleting one token at
+a time. Here the same algorithm, with the same `random.Random` calls in the same order, works on
+offsets: a shard's segments are ranges of one id array (`Documents`), A and B are each a range of
+it (consecutive segments are contiguous, and truncation only moves a range's ends), and
+`[CLS] A [SEP] B [SEP]` is gathered for all instances at once. Same instances as the transcription
+without masking (tested). Laying out and packing one WikiText-2 valid shard (14,240 instances at
+`dupe_factor` 5): 0.43-0.55 s as lists, 0.14-0.15 s here (five interleaved rounds).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from data import instance_batches
+
+
+@dataclasses.dataclass
+class Documents:
+  """A shard's tokenized documents, every segment (line) a range of one id array.
+
+  Attributes:
+    ids: int `[num_tokens]`, the segments' ids back to back.
+    boundaries: one list per document of `num_segments + 1` increasing offsets into `ids`:
+      segment `j` is `ids[b[j]:b[j + 1]]`. No segment or document is empty.
+  """
+  ids: np.ndarray
+  boundaries: list
+
+  @classmethod
+  def from_lines(cls, ids, line_splits, lines_per_document):
+    """Groups tokenized lines into documents, dropping lines without ids and documents left empty.
+
+    Args:
+      ids: int `[num_tokens]`, every line's ids back to back.
+      line_splits: int `[num_lines + 1]`, line `i` is `ids[line_splits[i]:line_splits[i + 1]]`.
+      lines_per_document: list of each document's number of lines, in order.
+
+    Returns:
+      a `Documents`.
+    """
+    document_splits = np.concatenate([[0], np.cumsum(lines_per_document)]).astype(np.int64)
+    boundaries = []
+    for first, end in zip(document_splits[:-1].tolist(), document_splits[1:].tolist()):
+      # An empty line repeats its offset; dropping repeats drops it.
+      offsets = np.unique(line_splits[first:end + 1]).tolist()
+      if len(offsets) > 1:
+        boundaries.append(offsets)
+    return cls(ids=np.asarray(ids), boundaries=boundaries)
+
+  def as_lists(self):
+    """The documents as lists of segments, each a list of ids (the transcription's input)."""
+    ids = self.ids.tolist()
+    return [[ids[start:end] for start, end in zip(offsets[:-1], offsets[1:])]
+            for offsets in self.boundaries]
+
+
+@dataclasses.dataclass
+class _Spans:
+  """Instances as ranges of `Documents.ids`, in the order they were laid out."""
+  a_start: list = dataclasses.field(default_factory=list)
+  a_end: list = dataclasses.field(default_factory=list)
+  b_start: list = dataclasses.field(default_factory=list)
+  b_end: list = dataclasses.field(default_factory=list)
+  is_random_next: list = dataclasses.field(default_factory=list)
+  is_single_segment: list = dataclasses.field(default_factory=list)
+
+
+def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_prob, rng, spans):
+  """`create_instances_from_document` of the original, on ranges: appends to `spans`.
+
+  Args:
+    all_documents: list of `Documents.boundaries` entries, in the shuffled order.
+    document_index: the document to cut.
+    max_num_tokens: `max_seq_length - 3`.
+    short_seq_prob: the flag.
+    rng: `random.Random`, drawn from exactly as the transcription does.
+    spans: a `_Spans`.
+
+  Returns:
+    whether the document's target length was drawn short.
+  """
+  bounds = all_documents[document_index]
+  num_segments = len(bounds) - 1
+  target_seq_length = max_num_tokens
+  is_short_target = False
+  if rng.random() < short_seq_prob:
+    target_seq_length = rng.randint(2, max_num_tokens)
+    is_short_target = True
+  chunk_first = 0
+  i = 0
+  while i < num_segments:
+    if i == num_segments - 1 or bounds[i + 1] - bounds[chunk_first] >= target_seq_length:
+      chunk_size = i + 1 - chunk_first
+      a_segments = 1
+      if chunk_size >= 2:
+        a_segments = rng.randint(1, chunk_size - 1)
+      a_start, a_end = bounds[chunk_first], bounds[chunk_first + a_segments]
+      if chunk_size == 1 or rng.random() < 0.5:
+        is_random_next = True
+        target_b_length = target_seq_length - (a_end - a_start)
+        for _ in range(10):
+          random_document_index = rng.randint(0, len(all_documents) - 1)
+          if random_document_index != document_index:
+            break
+        random_bounds = all_documents[random_document_index]
+        random_start = rng.randint(0, len(random_bounds) - 2)
+        b_start = random_bounds[random_start]
+        # The original extends B segment by segment until it reaches the target.
+        for b_end in random_bounds[random_start + 1:]:
+          if b_end - b_start >= target_b_length:
+            break
+        # The segments not used for A go back, so they are not wasted.
+        i -= chunk_size - a_segments
+      else:
+        is_random_next = False
+        b_start, b_end = a_end, bounds[i + 1]
+      # The original's truncate_seq_pair: one token at a time from the longer side, front or back.
+      while (a_end - a_start) + (b_end - b_start) > max_num_tokens:
+        if a_end - a_start > b_end - b_start:
+          if rng.random() < 0.5:
+            a_start += 1
+          else:
+            a_end -= 1
+        elif rng.random() < 0.5:
+          b_start += 1
+        else:
+          b_end -= 1
+      spans.a_start.append(a_start)
+      spans.a_end.append(a_end)
+      spans.b_start.append(b_start)
+      spans.b_end.append(b_end)
+      spans.is_random_next.append(is_random_next)
+      spans.is_single_segment.append(chunk_size == 1)
+      chunk_first = i + 1
+    i += 1
+  return is_short_target
+
+
+def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_ids):
+  """`[CLS] A [SEP] B [SEP]` of every instance, in `order`, as an unmasked `InstanceBatch`."""
+  order = np.asarray(order, np.int64)
+  a_start, a_end, b_start, b_end = (np.asarray(values, np.int64)[order, None] for values in (
+      spans.a_start, spans.a_end, spans.b_start, spans.b_end))
+  a_length, b_length = a_end - a_start, b_end - b_start
+  lengths = a_length + b_length + 3
+  position = np.arange(max_seq_length)[None, :]
+  in_a = (position >= 1) & (position <= a_length)
+  in_b = (position >= a_length + 2) & (position < lengths - 1)
+  source = np.where(in_a, a_start + position - 1, np.where(in_b, b_start + position - a_length - 2,
+                                                            0))
+  input_ids = np.where(in_a | in_b, ids[source], 0).astype(np.int64)
+  input_ids[:, 0] = special_ids.cls_id
+  is_sep = (position == a_length + 1) | (position == lengths - 1)
+  input_ids[is_sep] = special_ids.sep_id
+  count = len(order)
+  return instance_batches.InstanceBatch(
+      input_ids=input_ids,
+      segment_ids=((position >= a_length + 2) & (position < lengths)).astype(np.int64),
+      lengths=lengths[:, 0],
+      is_random_next=np.asarray(spans.is_random_next, bool)[order],
+      is_single_segment=np.asarray(spans.is_single_segment, bool)[order],
+      masked_lm_positions=np.zeros((count, max_predictions_per_seq), np.int64),
+      masked_lm_ids=np.zeros((count, max_predictions_per_seq), np.int64),
+      masked_lm_actions=np.zeros((count, max_predictions_per_seq), np.int8),
+      num_predictions=np.zeros(count, np.int64))
+
+
+def create_instance_batch(documents, dupe_factor, max_seq_length, short_seq_prob,
+                          max_predictions_per_seq, special_ids, rng, counts=None):
+  """`pretraining_instances.create_instances` without masking, as one unmasked batch.
+
+  Args:
+    documents: a `Documents`.
+    dupe_factor, max_seq_length, short_seq_prob, max_predictions_per_seq: the flags.
+    special_ids: a `pretraining_instances.SpecialIds`.
+    rng: `random.Random`; the same draws as the transcription's.
+    counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`.
+
+  Returns:
+    an `instance_batches.InstanceBatch` in the original's final shuffled order, with empty
+    `masked_lm_*` rows (for `vectorized_masking.mask_batch`).
+  """
+  all_documents = list(documents.boundaries)
+  rng.shuffle(all_documents)
+  spans = _Spans()
+  for _ in range(dupe_factor):
+    for document_index in range(len(all_documents)):
+      is_short_target = _lay_out_document(all_documents, document_index, max_seq_length - 3,
+                                          short_seq_prob, rng, spans)
+      if counts is not None:
+        counts["document_passes"] += 1
+        counts["short_target_passes"] += is_short_target
+  # Shuffling the instances' indices draws exactly what shuffling the instances does.
+  order = list(range(len(spans.a_start)))
+  rng.shuffle(order)
+  return _pack(documents.ids, spans, order, max_seq_length, max_predictions_per_seq, special_ids)
