@@ -160,7 +160,7 @@ def main(argv):
                  num_warmup_steps, "on" if dynamic_padding else "off")
     trainer.train(input_pipeline.make_input_fn(
         [files["train"][0]], spec, FLAGS.train_batch_size, is_training=True,
-        dynamic_padding=dynamic_padding))
+        dynamic_padding=dynamic_padding, seed=FLAGS.seed))
 
   def predict(split_name, batch_size):
     dataset = input_pipeline.make_dataset([files[split_name][0]], spec, batch_size,

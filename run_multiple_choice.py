@@ -162,7 +162,7 @@ def main(argv):
                  num_warmup_steps, "on" if dynamic_padding else "off")
     trainer.train(input_pipeline.make_input_fn(
         [records["train"]], spec, FLAGS.train_batch_size, is_training=True,
-        dynamic_padding=dynamic_padding))
+        dynamic_padding=dynamic_padding, seed=FLAGS.seed))
 
   def predict(split):
     dataset = input_pipeline.make_dataset([records[split]], spec, batch_sizes[split],

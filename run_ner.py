@@ -127,7 +127,8 @@ def main(argv):
                  num_warmup_steps, "on" if dynamic_padding else "off")
     trainer.train(input_pipeline.make_input_fn(
         [os.path.join(FLAGS.output_dir, "train.tf_record")], spec, FLAGS.train_batch_size,
-        is_training=True, dynamic_padding=dynamic_padding, sequence_features=sequence_features))
+        is_training=True, dynamic_padding=dynamic_padding, sequence_features=sequence_features,
+        seed=FLAGS.seed))
 
   def tag(name, batch_size, output_filename):
     """Predicts a split, writes its tagged copy; returns (gold sentences' tags, predicted, loss)."""

@@ -66,7 +66,7 @@ def main(argv):
                                                   FLAGS.max_predictions_per_seq)
   train_input_fn, files = input_pipeline.input_fn_from_flags(
       FLAGS.input_file, feature_spec, FLAGS.train_batch_size, is_training=True,
-      compression=FLAGS.input_compression)
+      compression=FLAGS.input_compression, seed=FLAGS.seed)
   pretraining_task.check_ids_within_vocab(
       files[0], bert_config.vocab_size,
       compression_type=input_pipeline.COMPRESSION_TYPES[FLAGS.input_compression])

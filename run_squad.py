@@ -231,7 +231,8 @@ def main(argv):
                  num_train_steps, num_warmup_steps, "on" if dynamic_padding else "off")
     trainer.train(input_pipeline.make_input_fn(
         [train_path], schemas.squad_feature_spec(FLAGS.max_seq_length, is_training=True),
-        FLAGS.train_batch_size, is_training=True, dynamic_padding=dynamic_padding))
+        FLAGS.train_batch_size, is_training=True, dynamic_padding=dynamic_padding,
+        seed=FLAGS.seed))
   if FLAGS.do_predict:
     predict(trainer, predict_data, dynamic_padding)
   if FLAGS.export_dir:

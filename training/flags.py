@@ -66,6 +66,16 @@ def define_checkpoint_flags(flag_values=flags.FLAGS):
                        "Checkpoints kept in output_dir (0 keeps all).", **fv)
 
 
+def define_seed_flag(flag_values=flags.FLAGS):
+  """--seed."""
+  flags.DEFINE_integer("seed", None,
+                       "Seed of the run's random draws (new layers' initial values, dropout, the "
+                       "order of the training data), with TensorFlow's ops made deterministic: "
+                       "the same seed, data and machine repeat a run. Unset, every run differs, "
+                       "as the original's. A run resumed from a checkpoint starts its draws "
+                       "anew.", flag_values=flag_values)
+
+
 def define_optimizer_flags(flag_values=flags.FLAGS):
   """--optimizer."""
   flags.DEFINE_enum("optimizer", "adamw", optimization.OPTIMIZER_TYPES,
@@ -141,6 +151,7 @@ def define_engine_flags(flag_values=flags.FLAGS):
   define_distribution_flags(flag_values)
   define_speed_flags(flag_values)
   define_checkpoint_flags(flag_values)
+  define_seed_flag(flag_values)
   define_optimizer_flags(flag_values)
 
 
@@ -188,4 +199,5 @@ def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_b
       init_checkpoint=flag_values.init_checkpoint,
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
       mixed_precision=flag_values.mixed_precision,
-      jit_compile=flag_values.jit_compile)
+      jit_compile=flag_values.jit_compile,
+      seed=flag_values.seed)
