@@ -139,26 +139,36 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
   return is_short_target
 
 
+# Rows packed at once: bounds the temporaries (a few [rows, max_seq_length] int64 arrays) that
+# would otherwise add tens of MB to a worker's peak.
+_BLOCK_ROWS = 1024
+
+
 def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_ids):
   """`[CLS] A [SEP] B [SEP]` of every instance, in `order`, as an unmasked `InstanceBatch`."""
   order = np.asarray(order, np.int64)
+  count = len(order)
   a_start, a_end, b_start, b_end = (np.asarray(values, np.int64)[order, None] for values in (
       spans.a_start, spans.a_end, spans.b_start, spans.b_end))
   a_length, b_length = a_end - a_start, b_end - b_start
   lengths = a_length + b_length + 3
+  input_ids = np.zeros((count, max_seq_length), np.int64)
+  segment_ids = np.zeros((count, max_seq_length), np.int64)
   position = np.arange(max_seq_length)[None, :]
-  in_a = (position >= 1) & (position <= a_length)
-  in_b = (position >= a_length + 2) & (position < lengths - 1)
-  source = np.where(in_a, a_start + position - 1, np.where(in_b, b_start + position - a_length - 2,
-                                                            0))
-  input_ids = np.where(in_a | in_b, ids[source], 0).astype(np.int64)
-  input_ids[:, 0] = special_ids.cls_id
-  is_sep = (position == a_length + 1) | (position == lengths - 1)
-  input_ids[is_sep] = special_ids.sep_id
-  count = len(order)
+  for start in range(0, count, _BLOCK_ROWS):
+    rows = slice(start, start + _BLOCK_ROWS)
+    in_a = (position >= 1) & (position <= a_length[rows])
+    in_b = (position >= a_length[rows] + 2) & (position < lengths[rows] - 1)
+    source = np.where(in_a, a_start[rows] + position - 1,
+                      b_start[rows] + position - a_length[rows] - 2)
+    block = input_ids[rows]
+    block[in_a | in_b] = ids[source[in_a | in_b]]
+    block[:, 0] = special_ids.cls_id
+    block[(position == a_length[rows] + 1) | (position == lengths[rows] - 1)] = special_ids.sep_id
+    segment_ids[rows] = (position >= a_length[rows] + 2) & (position < lengths[rows])
   return instance_batches.InstanceBatch(
       input_ids=input_ids,
-      segment_ids=((position >= a_length + 2) & (position < lengths)).astype(np.int64),
+      segment_ids=segment_ids,
       lengths=lengths[:, 0],
       is_random_next=np.asarray(spans.is_random_next, bool)[order],
       is_single_segment=np.asarray(spans.is_single_segment, bool)[order],

@@ -102,6 +102,10 @@ def _join_blocks(blocks):
   return data, written.sum(axis=1, dtype=np.int64)
 
 
+# Rows assembled at once: bounds the temporaries, a few times the rows' bytes.
+_BLOCK_ROWS = 1024
+
+
 def serialize(batch):
   """One serialized example per row of an `instance_batches.InstanceBatch`.
 
@@ -112,23 +116,36 @@ def serialize(batch):
     list of `N` bytes, each a `tf.train.Example` as `SerializeToString(deterministic=True)`
     writes it (map keys sorted).
   """
-  num_rows = len(batch.lengths)
-  max_seq_length = batch.input_ids.shape[1]
-  max_predictions = batch.masked_lm_positions.shape[1]
-  input_mask = np.arange(max_seq_length) < batch.lengths[:, None]
-  masked_lm_weights = (np.arange(max_predictions) < batch.num_predictions[:, None]).astype("<f4")
+  serialized = []
+  for start in range(0, len(batch.lengths), _BLOCK_ROWS):
+    rows = slice(start, start + _BLOCK_ROWS)
+    serialized.extend(_serialize_rows(
+        batch.input_ids[rows], batch.lengths[rows], batch.masked_lm_ids[rows],
+        batch.masked_lm_positions[rows], batch.num_predictions[rows], batch.is_random_next[rows],
+        batch.segment_ids[rows]))
+  return serialized
+
+
+def _serialize_rows(input_ids, lengths, masked_lm_ids, masked_lm_positions, num_predictions,
+                    is_random_next, segment_ids):
+  """`serialize` of the rows of the batch's arrays given."""
+  num_rows = len(lengths)
+  max_seq_length = input_ids.shape[1]
+  max_predictions = masked_lm_positions.shape[1]
+  input_mask = np.arange(max_seq_length) < lengths[:, None]
+  masked_lm_weights = (np.arange(max_predictions) < num_predictions[:, None]).astype("<f4")
   float_block = (masked_lm_weights.view(np.uint8).reshape(num_rows, 4 * max_predictions),
                  np.ones((num_rows, 4 * max_predictions), bool))
   features = [  # In sorted key order.
-      *_feature_blocks("input_ids", _INT64_LIST, _packed_varints(batch.input_ids)),
+      *_feature_blocks("input_ids", _INT64_LIST, _packed_varints(input_ids)),
       *_feature_blocks("input_mask", _INT64_LIST, _packed_varints(input_mask)),
-      *_feature_blocks("masked_lm_ids", _INT64_LIST, _packed_varints(batch.masked_lm_ids)),
+      *_feature_blocks("masked_lm_ids", _INT64_LIST, _packed_varints(masked_lm_ids)),
       *_feature_blocks("masked_lm_positions", _INT64_LIST,
-                       _packed_varints(batch.masked_lm_positions)),
+                       _packed_varints(masked_lm_positions)),
       *_feature_blocks("masked_lm_weights", _FLOAT_LIST, float_block),
       *_feature_blocks("next_sentence_labels", _INT64_LIST,
-                       _packed_varints(batch.is_random_next[:, None])),
-      *_feature_blocks("segment_ids", _INT64_LIST, _packed_varints(batch.segment_ids)),
+                       _packed_varints(is_random_next[:, None])),
+      *_feature_blocks("segment_ids", _INT64_LIST, _packed_varints(segment_ids)),
   ]
   features_length = sum(written.sum(axis=1, dtype=np.int64) for _, written in features)
   data, row_lengths = _join_blocks(
