@@ -155,12 +155,19 @@ def test_squad_fine_tuning_steps_match_pytorch(minilm_dir, minilm_bert_dir, squa
   theirs["cls/squad/output_bias"] = torch_final["span.bias"]
   # Not the pooler: the span loss does not use it.
   assert set(theirs) == set(variables) - {"bert/pooler/dense/kernel", "bert/pooler/dense/bias"}
+  # The span bias, the attention key biases and the last layer's LayerNorm beta each shift all
+  # logits of a softmax alike, so their gradients are zero up to rounding: both sides move them by
+  # rounding noise (measured up to 1.0e-6 each, in opposite directions in one CI run), which
+  # cannot be compared; that neither trains them is checked instead.
+  zero_gradient = ("cls/squad/output_bias",
+                   f"bert/encoder/layer_{bert_config.num_hidden_layers - 1}/output/LayerNorm/beta")
   for name, their_value in theirs.items():
     ours = variables[name].numpy()
     moved = np.max(np.abs(ours - initial[name]))
     if name.endswith(("kernel", "embeddings", "output_weights", "gamma")):
       assert moved > 1e-4, name  # trained by about the learning rate per step
-    # Measured: at most 4e-5 of the distance moved. The absolute 1e-6 is for the span bias, the
-    # attention key biases and the last layer's LayerNorm beta: each shifts all logits of a softmax
-    # alike, so their gradients are zero up to rounding and they move by noise (< 1e-6).
+    if name in zero_gradient or name.endswith("attention/self/key/bias"):
+      assert moved < 1e-5 and np.max(np.abs(their_value - initial[name])) < 1e-5, name
+      continue
+    # Measured: at most 4e-5 of the distance moved.
     assert np.max(np.abs(ours - their_value)) <= 1e-3 * moved + 1e-6, name
