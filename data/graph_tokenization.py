@@ -93,7 +93,7 @@ class GraphTokenizer(tf.Module):
         tokenization.MAX_INPUT_CHARS_PER_WORD)
     return words, tf.where(too_long, "[UNK]", words.flat_values), too_long
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize_words(self, texts):
     """Tokenizes and keeps the word structure.
 
@@ -106,12 +106,12 @@ class GraphTokenizer(tf.Module):
     words, flat_words, _ = self._basic_words(texts)
     return words.with_flat_values(self._wordpiece.tokenize(flat_words))
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize(self, texts):
     """Returns int64 RaggedTensor [batch_size, (num_pieces)] of word-piece ids of `texts`."""
     return self.tokenize_words(texts).merge_dims(1, 2)
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize_with_offsets(self, texts):
     """Tokenizes and says which characters of the normalised text each piece covers.
 

@@ -9,6 +9,8 @@ import dataclasses
 
 import tensorflow as tf
 
+_BLOCK_BYTES = 1 << 20
+
 
 @dataclasses.dataclass
 class DecodeStats:
@@ -27,14 +29,26 @@ def read_lines(path, stats=None):
   Yields:
     str lines; invalid UTF-8 bytes become U+FFFD.
   """
-  with tf.io.gfile.GFile(path, "rb") as reader:
-    for raw_line in reader:
-      try:
-        line = raw_line.decode("utf-8")
-      except UnicodeDecodeError:
-        line = raw_line.decode("utf-8", "replace")
-        if stats is not None:
-          stats.undecodable_lines += 1
+  for raw_line in _raw_lines(path):
+    try:
+      line = raw_line.decode("utf-8")
+    except UnicodeDecodeError:
+      line = raw_line.decode("utf-8", "replace")
       if stats is not None:
-        stats.lines += 1
-      yield line.rstrip("\r\n")
+        stats.undecodable_lines += 1
+    if stats is not None:
+      stats.lines += 1
+    yield line.rstrip("\r\n")
+
+
+def _raw_lines(path):
+  """Yields a file's lines as bytes without their "\\n", read in blocks of `_BLOCK_BYTES`: the
+  file API's line iteration cost about 2 us per line."""
+  with tf.io.gfile.GFile(path, "rb") as reader:
+    partial = b""
+    while block := reader.read(_BLOCK_BYTES):
+      lines = (partial + block).split(b"\n")
+      partial = lines.pop()
+      yield from lines
+  if partial:
+    yield partial

@@ -1,0 +1,30 @@
+"""Reading plain-text inputs in blocks: the same lines as reading line by line."""
+
+import pytest
+
+from data import text_files
+
+CONTENT = ("héllo wörld\r\n\n\nxyz€ end\n".encode("utf-8") * 5 + b"bad \xff\xfe bytes\n"
+           + "tail without newline ½".encode("utf-8"))
+
+
+@pytest.mark.parametrize("block_bytes", [1, 2, 3, 7, 64, 1 << 20])
+def test_lines_are_the_same_whatever_the_block_size(tmp_path, monkeypatch, block_bytes):
+  path = tmp_path / "input.txt"
+  path.write_bytes(CONTENT)
+  monkeypatch.setattr(text_files, "_BLOCK_BYTES", block_bytes)
+  stats = text_files.DecodeStats()
+  lines = list(text_files.read_lines(str(path), stats))
+  expected = [line.decode("utf-8", "replace").rstrip("\r")
+              for line in CONTENT.split(b"\n")]
+  assert lines == expected
+  assert lines[-2] == "bad \ufffd\ufffd bytes" and lines[-1] == "tail without newline ½"
+  assert (stats.lines, stats.undecodable_lines) == (22, 1)
+
+
+def test_a_final_newline_adds_no_line_and_an_empty_file_has_none(tmp_path):
+  path = tmp_path / "input.txt"
+  path.write_bytes(b"one\ntwo\n")
+  assert list(text_files.read_lines(str(path))) == ["one", "two"]
+  path.write_bytes(b"")
+  assert list(text_files.read_lines(str(path))) == []
