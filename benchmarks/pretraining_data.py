@@ -148,5 +148,6 @@ def main(argv):
         f"this project 10x->40x {project_margin:,.0f}: {project_margin / baseline_margin:.1f}x")
   print(f"peak RSS 10x / 1x (this project): {rows[3][3] / rows[2][3]:.2f}")
 
+
 if __name__ == "__main__":
   app.run(main)

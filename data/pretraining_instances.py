@@ -80,6 +80,28 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
       trunc_tokens.pop()
 
 
+def draw_target_length(max_num_tokens, short_seq_prob, rng):
+  """A document's target length, drawn as the original: `max_num_tokens`, or with probability
+  `short_seq_prob` a random length in [2, max_num_tokens].
+
+  Returns:
+    `(target_seq_length, is_short_target)`.
+  """
+  if rng.random() < short_seq_prob:
+    return rng.randint(2, max_num_tokens), True
+  return max_num_tokens, False
+
+
+def draw_random_document(num_documents, document_index, rng):
+  """The index of a random next-sentence document, drawn as the original: up to 10 draws for one
+  other than `document_index` (with a small corpus it can be this one)."""
+  for _ in range(10):
+    random_document_index = rng.randint(0, num_documents - 1)
+    if random_document_index != document_index:
+      break
+  return random_document_index
+
+
 def create_masked_lm_predictions(input_ids, masked_lm_prob, max_predictions_per_seq, special_ids,
                                  do_whole_word_mask, rng):
   """Chooses and replaces the masked positions of one sequence.
@@ -164,11 +186,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
   """
   document = all_documents[document_index]
   max_num_tokens = max_seq_length - 3
-  target_seq_length = max_num_tokens
-  is_short_target = False
-  if rng.random() < short_seq_prob:
-    target_seq_length = rng.randint(2, max_num_tokens)
-    is_short_target = True
+  target_seq_length, is_short_target = draw_target_length(max_num_tokens, short_seq_prob, rng)
 
   instances = []
   current_chunk = []
@@ -190,12 +208,8 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
         if len(current_chunk) == 1 or rng.random() < 0.5:
           is_random_next = True
           target_b_length = target_seq_length - len(tokens_a)
-          # With a small corpus the random document can be this one; the original tries 10 times.
-          for _ in range(10):
-            random_document_index = rng.randint(0, len(all_documents) - 1)
-            if random_document_index != document_index:
-              break
-          random_document = all_documents[random_document_index]
+          random_document = all_documents[
+              draw_random_document(len(all_documents), document_index, rng)]
           random_start = rng.randint(0, len(random_document) - 1)
           for j in range(random_start, len(random_document)):
             tokens_b.extend(random_document[j])

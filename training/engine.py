@@ -62,7 +62,7 @@ class RunConfig:
     seed: seeds Python's, NumPy's, TensorFlow's and Keras' random draws before the model is
       built (`keras.utils.set_random_seed`) and makes TensorFlow's ops deterministic
       (`tf.config.experimental.enable_op_determinism`; without it two seeded runs on this CPU
-      parted within 100 steps), so a run repeats; None leaves both off.
+      parted within 125 steps), so a run repeats; None leaves both off.
   """
   output_dir: str
   num_train_steps: int = 0
