@@ -19,9 +19,11 @@ from data import tokenization
 
 # `_is_punctuation`: the four ASCII ranges of non-alphanumeric printable characters, or Unicode P*.
 _PUNCTUATION = r"[\x21-\x2F\x3A-\x40\x5B-\x60\x7B-\x7E\p{P}]"
-# After cleaning only the space and the two characters that `str.split()` also splits on but that
-# are neither Zs (mapped to a space) nor control characters (dropped) remain: U+2028, U+2029.
-_WHITESPACE = r"[ \x{2028}\x{2029}]"
+# What becomes a space: `_is_whitespace` (tab, newline, return, Zs) and the two characters that
+# `str.split()` also splits on but that the original keeps through cleaning (neither Zs nor
+# control): U+2028, U+2029. The space itself is left out (`[^\P{Zs} ]` is Zs but " "): replacing
+# each of a text's many spaces by a space made this pass 8x slower (33 -> 4 ms on 1 MB of text).
+_SPACES = r"[\t\n\r\x{2028}\x{2029}]|[^\P{Zs} ]"
 _CJK_CHAR = "([" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}"
                             for low, high in tokenization.CJK_RANGES) + "])"
 
@@ -39,16 +41,18 @@ def basic_tokenize(texts, do_lower_case):
   texts = tf.strings.unicode_transcode(
       texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace",
       replacement_char=0xFFFD)
-  texts = tf.strings.regex_replace(texts, r"[\t\n\r\p{Zs}]", " ")
+  texts = tf.strings.regex_replace(texts, _SPACES, " ")
   texts = tf.strings.regex_replace(texts, r"[\x00\x{FFFD}\p{Cc}\p{Cf}]", "")
   texts = tf.strings.regex_replace(texts, _CJK_CHAR, r" \1 ")
   if do_lower_case:
     texts = tf.strings.lower(texts, encoding="utf-8")
     texts = tf_text.normalize_utf8(texts, "NFD")
     texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
-  return tf_text.regex_split(
-      texts, delim_regex_pattern=f"{_WHITESPACE}|{_PUNCTUATION}",
-      keep_delim_regex_pattern=_PUNCTUATION)
+  # Each punctuation character a word of its own, then one split on spaces (after cleaning the
+  # only whitespace left): 35 ms on 1 MB of text, against 78 ms for one `regex_split` on spaces
+  # and punctuation keeping the punctuation.
+  texts = tf.strings.regex_replace(texts, f"({_PUNCTUATION})", r" \1 ")
+  return tf.strings.split(texts)
 
 
 class GraphTokenizer(tf.Module):
