@@ -42,8 +42,9 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1,
                    "Probability of creating sequences which are shorter than the maximum length.")
 flags.DEFINE_integer("num_workers", os.cpu_count() or 1,
-                     "Processes making shards, this one included (default: all cores); the "
-                     "output does not depend on it.")
+                     "Processes making shards (default: all cores); with more than one, this "
+                     "process only reads the input and writes the output. The output does not "
+                     "depend on it.")
 flags.DEFINE_integer("num_output_shards", None,
                      "Write <output_file>-NNNNN-of-MMMMM files instead of the listed outputs.")
 flags.DEFINE_integer("shard_documents", 10000,

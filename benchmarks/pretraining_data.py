@@ -8,9 +8,10 @@ instances at `--dupe_factor=5 --max_seq_length=128` with:
     original's per-instance masking on `random.Random`, i.e. the original's design
     (`write_pretraining_data(..., num_workers=1)`, graph tokenizer off,
     `original_random_stream=True`).
-Each run is a child process whose peak resident memory (the sum over its process tree, sampled
-every 50 ms) is reported; the project also runs on the input repeated 10 times, to show that
-memory does not grow with the corpus. Throughput is printed twice: over the whole run (start-up
+Each run is a child process whose peak memory, summed over its process tree and sampled every
+50 ms, is reported twice: resident (RSS, counting a page that forked processes share once in
+each) and proportional (PSS, dividing it among them: the memory the run takes). The project also
+runs on the input repeated 10 and 40 times, to show that memory does not grow with the corpus. Throughput is printed twice: over the whole run (start-up
 included: importing TensorFlow alone takes seconds), and at the margin, start-up excluded:
 (instances of the larger run - of the smaller) / (seconds of the larger - of the smaller), from
 the baseline at 1x and 2x and the project at 10x and 40x.
@@ -20,6 +21,7 @@ Usage:
       --vocab_file=uncased_vocab.txt
 """
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -58,38 +60,57 @@ print("INSTANCES", stats["instances"])
 """
 
 
-def _tree_rss_bytes(pid):
-  """Resident memory of `pid` and all its descendants, from /proc."""
-  total, stack = 0, [pid]
+@dataclasses.dataclass(frozen=True)
+class Run:
+  name: str
+  times: int  # Copies of the input.
+  seconds: float
+  peak_rss: int  # Bytes, summed over the process tree.
+  peak_pss: int
+  instances: int
+
+
+def _tree_memory_bytes(pid):
+  """(RSS, PSS) of `pid` and all its descendants, summed, from /proc.
+
+  RSS counts a page shared by several processes (a forked worker's pages not yet written since
+  the fork) once in each of them; PSS divides it among them, so its sum is the memory the tree
+  takes.
+  """
+  rss = pss = 0
+  stack = [pid]
   while stack:
     current = stack.pop()
     try:
-      with open(f"/proc/{current}/status") as status:
-        for line in status:
-          if line.startswith("VmRSS:"):
-            total += int(line.split()[1]) * 1024
+      with open(f"/proc/{current}/smaps_rollup") as rollup:
+        for line in rollup:
+          if line.startswith("Rss:"):
+            rss += int(line.split()[1]) * 1024
+          elif line.startswith("Pss:"):
+            pss += int(line.split()[1]) * 1024
       for task in os.listdir(f"/proc/{current}/task"):
         with open(f"/proc/{current}/task/{task}/children") as children:
           stack.extend(int(child) for child in children.read().split())
     except (FileNotFoundError, ProcessLookupError):
       continue
-  return total
+  return rss, pss
 
 
 def run_measured(command):
-  """Runs `command`; returns (seconds, peak tree RSS in bytes, stdout+stderr)."""
+  """Runs `command`; returns (seconds, peak tree RSS, peak tree PSS in bytes, stdout+stderr)."""
   start = time.perf_counter()
   process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
-  peak = 0
+  peak_rss = peak_pss = 0
   while process.poll() is None:
-    peak = max(peak, _tree_rss_bytes(process.pid))
+    rss, pss = _tree_memory_bytes(process.pid)
+    peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
     time.sleep(0.05)
   output = process.stdout.read()
   if process.returncode:
     raise RuntimeError(f"{command[:3]} failed:\n{output[-3000:]}")
-  return time.perf_counter() - start, peak, output
+  return time.perf_counter() - start, peak_rss, peak_pss, output
 
 
 def main(argv):
@@ -105,48 +126,54 @@ def main(argv):
 
     def project(corpus, name):
       output = os.path.join(temp_dir, f"{name}.tfrecord")
-      seconds, peak, log = run_measured([
+      seconds, peak_rss, peak_pss, log = run_measured([
           sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
           f"--output_file={output}", f"--vocab_file={FLAGS.vocab_file}",
           "--max_seq_length=128", "--max_predictions_per_seq=20",
           f"--dupe_factor={FLAGS.dupe_factor}", f"--num_workers={FLAGS.num_workers}",
           f"--shard_documents={FLAGS.shard_documents}"])
       instances = int(log.split("Wrote ")[1].split(" ")[0])
-      return seconds, peak, instances
+      return Run(f"this project, {FLAGS.num_workers} workers", times, seconds, peak_rss,
+                 peak_pss, instances)
 
-    rows = []
-    for times in (1, 2):
-      baseline_output = os.path.join(temp_dir, f"baseline_{times}x.tfrecord")
-      seconds, peak, log = run_measured([sys.executable, "-c", BASELINE, corpora[times],
-                                         baseline_output, FLAGS.vocab_file,
-                                         str(FLAGS.dupe_factor)])
+    def baseline(corpus, name):
+      output = os.path.join(temp_dir, f"{name}.tfrecord")
+      seconds, peak_rss, peak_pss, log = run_measured([
+          sys.executable, "-c", BASELINE, corpus, output, FLAGS.vocab_file,
+          str(FLAGS.dupe_factor)])
       instances = int(log.split("INSTANCES ")[1].split()[0])
-      rows.append(("pure Python, 1 process (the original's design)", times, seconds, peak,
-                   instances))
+      return Run("pure Python, 1 process (the original's design)", times, seconds, peak_rss,
+                 peak_pss, instances)
+
+    runs = {}
+    for times in (1, 2):
+      runs["baseline", times] = baseline(corpora[times], f"baseline_{times}x")
     for times in (1, 10, 40):
-      seconds, peak, instances = project(corpora[times], f"{times}x")
-      rows.append((f"this project, {FLAGS.num_workers} workers", times, seconds, peak, instances))
+      runs["project", times] = project(corpora[times], f"{times}x")
     input_mb = os.path.getsize(corpora[1]) / 1e6
 
   def marginal_rate(smaller, larger):
-    return (larger[4] - smaller[4]) / (larger[2] - smaller[2])
+    return (larger.instances - smaller.instances) / (larger.seconds - smaller.seconds)
 
-  baseline_rate = rows[0][4] / rows[0][2]
+  baseline_rate = runs["baseline", 1].instances / runs["baseline", 1].seconds
   print(f"\nWikiText-2 valid ({input_mb:.2f} MB as documents), dupe_factor {FLAGS.dupe_factor}, "
         f"max_seq_length 128; {os.cpu_count()} cores; wall time includes interpreter and "
         "TensorFlow start-up")
   print(f"| {'run':<46} | input | {'instances':>9} | {'seconds':>7} | {'instances/s':>11} | "
-        f"{'vs baseline 1x':>14} | {'peak RSS MB':>11} |")
-  print(f"|{'-' * 48}|-------|{'-' * 11}|{'-' * 9}|{'-' * 13}|{'-' * 16}|{'-' * 13}|")
-  for name, times, seconds, peak, instances in rows:
-    rate = instances / seconds
-    print(f"| {name:<46} | {times:>4}x | {instances:>9,} | {seconds:>7.1f} | {rate:>11,.0f} | "
-          f"{rate / baseline_rate:>13.1f}x | {peak / 1e6:>11,.0f} |")
-  baseline_margin = marginal_rate(rows[0], rows[1])
-  project_margin = marginal_rate(rows[3], rows[4])
+        f"{'vs baseline 1x':>14} | {'peak RSS MB':>11} | {'peak PSS MB':>11} |")
+  print(f"|{'-' * 48}|-------|{'-' * 11}|{'-' * 9}|{'-' * 13}|{'-' * 16}|{'-' * 13}|{'-' * 13}|")
+  for run in runs.values():
+    rate = run.instances / run.seconds
+    print(f"| {run.name:<46} | {run.times:>4}x | {run.instances:>9,} | {run.seconds:>7.1f} | "
+          f"{rate:>11,.0f} | {rate / baseline_rate:>13.1f}x | {run.peak_rss / 1e6:>11,.0f} | "
+          f"{run.peak_pss / 1e6:>11,.0f} |")
+  baseline_margin = marginal_rate(runs["baseline", 1], runs["baseline", 2])
+  project_margin = marginal_rate(runs["project", 10], runs["project", 40])
   print(f"start-up excluded (marginal instances/s): baseline 1x->2x {baseline_margin:,.0f}, "
         f"this project 10x->40x {project_margin:,.0f}: {project_margin / baseline_margin:.1f}x")
-  print(f"peak RSS 10x / 1x (this project): {rows[3][3] / rows[2][3]:.2f}")
+  print(f"peak memory 10x / 1x (this project): RSS "
+        f"{runs['project', 10].peak_rss / runs['project', 1].peak_rss:.2f}, PSS "
+        f"{runs['project', 10].peak_pss / runs['project', 1].peak_pss:.2f}")
 
 
 if __name__ == "__main__":

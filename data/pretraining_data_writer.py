@@ -9,9 +9,9 @@ shard's instances are masked all at once by `vectorized_masking`, with a NumPy g
 from (`random_seed`, shard index); `original_random_stream` masks them one by one with the
 shard's `random.Random`, as the original. Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
-output whatever the number of workers. With several workers the main process makes shards too
-whenever every other worker is busy, and at most
-`4 * num_workers` shards are in flight, so memory is bounded by a few shards, not by the corpus.
+output whatever the number of workers. With several workers the main process only reads,
+hands out shards and writes, and at most `2 * num_workers` shards are in flight, so memory is
+bounded by a few shards, not by the corpus.
 """
 
 import collections
@@ -21,7 +21,6 @@ import gc
 import itertools
 import json
 import multiprocessing
-import multiprocessing.pool
 import os
 import time
 
@@ -199,11 +198,13 @@ def _process_shard(shard_index, documents, settings):
 
 
 def _shard_results(pool, pool_size, shards, settings):
-  """Processes `shards` on `pool` and in this process, yielding the results in shard order.
+  """Processes `shards` on `pool`, yielding the results in shard order.
 
-  A shard goes to the pool while one of its workers is free (or still starting: a spawned worker
-  imports TensorFlow first), otherwise this process makes it; the order of the output does not
-  depend on who made which shard.
+  Every worker keeps one shard queued behind the one it makes, so none waits for this process
+  (which only reads the input and writes the output) between shards. (This process used to make
+  a shard itself whenever every worker was busy; a worker finishing meanwhile then idled until
+  that shard was done: 0.1-0.75 s per shard, 18.3-19.3 s instead of 17.0-17.3 s on 40 copies of
+  WikiText-2 valid.)
 
   Args:
     pool: a `multiprocessing.Pool` of `pool_size` workers.
@@ -212,36 +213,17 @@ def _shard_results(pool, pool_size, shards, settings):
     settings: `Settings`.
 
   Yields:
-    `(process_shard result, num_bytes)` in shard order; at most `4 * (pool_size + 1)` shards
-    are held at once.
+    `(process_shard result, num_bytes)` in shard order; at most `2 * pool_size` shards are held
+    at once.
   """
-  in_flight = collections.deque()  # (AsyncResult or finished result, num_bytes)
-  max_in_flight = 4 * (pool_size + 1)
-
-  def on_pool(pending):
-    return isinstance(pending, multiprocessing.pool.AsyncResult)
-
-  def running(pending):
-    return on_pool(pending) and not pending.ready()
-
-  def finished_head():
-    while in_flight and not running(in_flight[0][0]):
-      pending, num_bytes = in_flight.popleft()
-      yield (pending.get() if on_pool(pending) else pending), num_bytes
-
+  in_flight = collections.deque()  # (AsyncResult, num_bytes)
   for index, documents, num_bytes in shards:
-    if sum(1 for pending, _ in in_flight if running(pending)) < pool_size:
-      in_flight.append((pool.apply_async(process_shard, (index, documents, settings)),
-                        num_bytes))
-    else:
-      in_flight.append((process_shard(index, documents, settings), num_bytes))
-    yield from finished_head()
-    while len(in_flight) >= max_in_flight:
-      in_flight[0][0].wait()
-      yield from finished_head()
-  while in_flight:
-    in_flight[0][0].wait()
-    yield from finished_head()
+    in_flight.append((pool.apply_async(process_shard, (index, documents, settings)), num_bytes))
+    while in_flight and (len(in_flight) >= 2 * pool_size or in_flight[0][0].ready()):
+      pending, num_bytes = in_flight.popleft()
+      yield pending.get(), num_bytes
+  for pending, num_bytes in in_flight:
+    yield pending.get(), num_bytes
 
 
 def summarize(counts, decode_stats, elapsed_seconds):
@@ -293,10 +275,11 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     input_files: text files in the original format.
     output_files: TFRecord paths; instances go round-robin to them.
     settings: `Settings`.
-    num_workers: processes making shards, this one included (1: everything in this process).
+    num_workers: processes making shards: 1, this one; more, that many others, while this one
+      reads the input and writes the output.
     shard_documents: documents per shard (also the pool of random next-sentence documents).
     compression_type: None or "GZIP".
-    start_method: how the `num_workers - 1` other processes start (`multiprocessing`):
+    start_method: how the `num_workers` other processes start (`multiprocessing`):
       "spawn", fresh interpreters that import TensorFlow again (several seconds each), is safe in
       any process; "fork" starts them at once from this process's memory, but is only safe while
       this process has not run a TensorFlow op (a forked child lacks the runtime's threads), as in
@@ -315,7 +298,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
   writers = []
   counts = collections.Counter()
-  pool = (multiprocessing.get_context(start_method).Pool(num_workers - 1)
+  pool = (multiprocessing.get_context(start_method).Pool(num_workers)
           if num_workers > 1 else None)
   try:
     options = tf.io.TFRecordOptions(compression_type=compression_type)
@@ -337,7 +320,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       for index, documents, num_bytes in shards:
         write(*process_shard(index, documents, settings), num_bytes)
     else:
-      for result, num_bytes in _shard_results(pool, num_workers - 1, shards, settings):
+      for result, num_bytes in _shard_results(pool, num_workers, shards, settings):
         write(*result, num_bytes)
       pool.close()
       pool.join()
