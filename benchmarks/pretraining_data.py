@@ -4,10 +4,10 @@ Converts WikiText-2 valid (`data/wikitext.py`) to the original input format, the
 instances at `--dupe_factor=5 --max_seq_length=128` with:
   - this project: `create_pretraining_data.py` with `--num_workers` processes (in-graph
     tokenizer, shards of `--shard_documents` documents, masking vectorised with NumPy);
-  - the baseline: the same algorithm in one process with the pure-Python `FullTokenizer` and the
-    original's per-instance masking on `random.Random`, i.e. the original's design
-    (`write_pretraining_data(..., num_workers=1)`, graph tokenizer off,
-    `original_random_stream=True`).
+  - the baseline: the same algorithm as the original's design, in one process from the project's
+    pure-Python parts: the `FullTokenizer`, the transcription of the original's instance creation
+    and per-instance masking on `random.Random` (`pretraining_instances`, as
+    `--original_random_stream`), and one `tf.train.Example` per instance.
 Each run is a child process whose peak memory, summed over its process tree and sampled every
 50 ms, is reported twice: resident (RSS, counting a page that forked processes share once in
 each) and proportional (PSS, dividing it among them: the memory the run takes). The project also
@@ -46,17 +46,56 @@ flags.mark_flags_as_required(["wikitext", "vocab_file"])
 
 REPO_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
+# The original's design, from the project's pure-Python parts: one process, the whole corpus in
+# memory, the `FullTokenizer`, the transcription of the original's instance creation and masking
+# on `random.Random`, and each instance padded as lists and written as a `tf.train.Example`, as the
+# original's `write_instance_to_example_files` does.
 BASELINE = """
 import sys
-from data import pretraining_data_writer as writer
-settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=128,
-                           max_predictions_per_seq=20, random_seed=12345,
-                           dupe_factor=int(sys.argv[4]), masked_lm_prob=0.15, short_seq_prob=0.1,
-                           do_whole_word_mask=False, use_graph_tokenizer=False,
-                           original_random_stream=True)
-stats = writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=1,
-                                      shard_documents=10 ** 9)
-print("INSTANCES", stats["instances"])
+
+import tensorflow as tf
+
+from data import pretraining_data_writer
+from data import pretraining_instances
+from data import text_files
+from data import tokenization
+
+input_file, output_file, vocab_file, dupe_factor = sys.argv[1:]
+tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+(documents, _), = pretraining_data_writer.read_document_shards([input_file], 10 ** 9,
+                                                               text_files.DecodeStats())
+documents = [[ids for ids in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
+                              for line in document) if ids]
+             for document in documents]
+instances = pretraining_instances.create_instances(
+    documents, int(dupe_factor), max_seq_length=128, short_seq_prob=0.1, masked_lm_prob=0.15,
+    max_predictions_per_seq=20,
+    special_ids=pretraining_instances.SpecialIds.from_vocab(tokenizer.vocab),
+    do_whole_word_mask=False, rng=pretraining_instances.seeded_rng(12345, 0))
+
+
+def int64_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+with tf.io.TFRecordWriter(output_file) as writer:
+  for instance in instances:
+    padding = [0] * (128 - len(instance.input_ids))
+    num_predictions = len(instance.masked_lm_positions)
+    prediction_padding = [0] * (20 - num_predictions)
+    features = {
+        "input_ids": int64_feature(instance.input_ids + padding),
+        "input_mask": int64_feature([1] * len(instance.input_ids) + padding),
+        "segment_ids": int64_feature(instance.segment_ids + padding),
+        "masked_lm_positions": int64_feature(instance.masked_lm_positions + prediction_padding),
+        "masked_lm_ids": int64_feature(instance.masked_lm_ids + prediction_padding),
+        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+            value=[1.0] * num_predictions + [0.0] * len(prediction_padding))),
+        "next_sentence_labels": int64_feature([int(instance.is_random_next)]),
+    }
+    writer.write(tf.train.Example(features=tf.train.Features(feature=features))
+                 .SerializeToString())
+print("INSTANCES", len(instances))
 """
 
 

@@ -18,7 +18,6 @@ import collections
 import contextlib
 import dataclasses
 import gc
-import itertools
 import json
 import multiprocessing
 import os
@@ -44,12 +43,11 @@ _TOKENIZE_BATCH_LINES = 2048
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What every worker needs; the original's flags plus the tokenizer and masking choices.
+  """What every worker needs; the original's flags plus the masking choice.
 
-  `use_graph_tokenizer` False tokenizes with the pure-Python `FullTokenizer` (same ids, slower:
-  the baseline of `benchmarks/pretraining_data.py`). `original_random_stream` True masks with the
-  original's `random.Random` calls (the original's instances for a seed; several times slower);
-  False masks a shard at once with NumPy (the same distribution).
+  `original_random_stream` True masks with the original's `random.Random` calls (the original's
+  instances for a seed; several times slower); False masks a shard at once with NumPy (the same
+  distribution).
   """
   vocab_file: str
   do_lower_case: bool
@@ -60,7 +58,6 @@ class Settings:
   masked_lm_prob: float
   short_seq_prob: float
   do_whole_word_mask: bool
-  use_graph_tokenizer: bool = True
   original_random_stream: bool = False
 
 
@@ -101,26 +98,18 @@ _TOKENIZERS = {}
 
 
 def _tokenize_lines(lines, settings):
-  """Tokenizes `lines` with the fast or pure-Python tokenizer.
+  """Tokenizes `lines` with the in-graph tokenizer, `_TOKENIZE_BATCH_LINES` at a time.
 
   Returns:
     `(ids, line_splits)`: int64 `[num_tokens]`, every line's ids back to back; int64
     `[len(lines) + 1]`, line `i` is `ids[line_splits[i]:line_splits[i + 1]]`.
   """
-  key = (settings.vocab_file, settings.do_lower_case, settings.use_graph_tokenizer)
+  key = (settings.vocab_file, settings.do_lower_case)
   if key not in _TOKENIZERS:
-    _TOKENIZERS[key] = (
-        graph_tokenization.GraphTokenizer(settings.vocab_file, settings.do_lower_case)
-        if settings.use_graph_tokenizer
-        else tokenization.FullTokenizer(settings.vocab_file, settings.do_lower_case))
-  tokenizer = _TOKENIZERS[key]
-  if not settings.use_graph_tokenizer:
-    line_ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
-    return (np.fromiter(itertools.chain.from_iterable(line_ids), np.int64),
-            np.cumsum([0] + [len(ids) for ids in line_ids], dtype=np.int64))
+    _TOKENIZERS[key] = graph_tokenization.GraphTokenizer(*key)
   ids, line_splits = [], [np.zeros(1, np.int64)]
   for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
-    ragged = tokenizer.tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))
+    ragged = _TOKENIZERS[key].tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))
     ids.append(ragged.flat_values.numpy().astype(np.int64))
     line_splits.append(ragged.row_splits.numpy()[1:] + line_splits[-1][-1])
   return np.concatenate(ids), np.concatenate(line_splits)
