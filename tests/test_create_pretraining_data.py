@@ -123,6 +123,25 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
   assert one != other
 
 
+def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab):
+  # Workers hand back each shard's records as one TFRecord string per output (GZIP members when
+  # compressed); record g of the whole run must still go to output g % 3, whatever the shards'
+  # sizes.
+  for name in ("one", "three", "gzip"):
+    (tmp_path / name).mkdir()
+  sharded = ("--shard_documents=3", "--num_workers=2")
+  [one] = create(tmp_path / "one", sample_vocab, *sharded)
+  three = create(tmp_path / "three", sample_vocab, *sharded, outputs=("a", "b", "c"))
+  gzipped = create(tmp_path / "gzip", sample_vocab, *sharded, "--gzip", outputs=("a", "b", "c"))
+  records = [record.numpy() for record in tf.data.TFRecordDataset(str(one))]
+  stats = json.loads((tmp_path / "one" / "out.tfrecord.stats.json").read_text())
+  assert stats["documents"] > 9 and len(records) % 3  # Several shards, not a multiple of 3.
+  for index, (plain, compressed) in enumerate(zip(three, gzipped)):
+    assert [r.numpy() for r in tf.data.TFRecordDataset(str(plain))] == records[index::3]
+    assert [r.numpy() for r in tf.data.TFRecordDataset(
+        str(compressed), compression_type="GZIP")] == records[index::3]
+
+
 def test_gzip_output_reads_back_with_gzip(tmp_path, sample_vocab):
   output = create(tmp_path, sample_vocab, "--gzip")[0]
   assert output.read_bytes()[:2] == b"\x1f\x8b"
