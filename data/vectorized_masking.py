@@ -89,11 +89,12 @@ def _choose_in_rows(input_ids, lengths, keys, masked_lm_prob, max_predictions_pe
   candidate, word_of_position = _words(input_ids, lengths, special_ids, do_whole_word_mask)
   num_words = word_of_position[:, -1] + 1
   # Slots past a row's last word sort last, so ranks 0..num_words-1 are a uniform order of them.
-  keys[np.arange(seq_length) >= num_words[:, None]] = 2.0
-  order = np.argsort(keys, axis=1)
+  is_word = np.arange(seq_length) < num_words[:, None]
+  keys[~is_word] = 2.0
   num_to_predict = np.minimum(max_predictions_per_seq,
                               np.maximum(1, np.round(lengths * masked_lm_prob)).astype(np.int64))
   if do_whole_word_mask:
+    order = np.argsort(keys, axis=1)
     rows, columns = np.nonzero(candidate)
     word_lengths = np.bincount(rows * seq_length + word_of_position[rows, columns],
                                minlength=num_rows * seq_length).reshape(num_rows, seq_length)
@@ -106,12 +107,16 @@ def _choose_in_rows(input_ids, lengths, keys, masked_lm_prob, max_predictions_pe
       take = (length > 0) & (num_taken + length <= num_to_predict)
       num_taken += np.where(take, length, 0)
       taken_ranked[:, rank] = take
+    taken_words = np.zeros((num_rows, seq_length), bool)
+    np.put_along_axis(taken_words, order, taken_ranked, axis=1)
   else:
-    # One-piece words: the walk takes the first num_to_predict of them.
-    taken_ranked = ((np.arange(seq_length) < num_to_predict[:, None])
-                    & (np.arange(seq_length) < num_words[:, None]))
-  taken_words = np.zeros((num_rows, seq_length), bool)
-  np.put_along_axis(taken_words, order, taken_ranked, axis=1)
+    # One-piece words: the walk takes the num_to_predict of smallest key, those up to the
+    # num_to_predict-th smallest, found by sorting only the max_predictions_per_seq smallest
+    # (a full argsort of the keys took a third of the masking).
+    depth = min(max_predictions_per_seq, seq_length)
+    smallest = np.sort(np.partition(keys, depth - 1, axis=1)[:, :depth], axis=1)
+    threshold = smallest[np.arange(num_rows), np.minimum(num_to_predict, depth) - 1]
+    taken_words = is_word & (keys <= threshold[:, None])
   return candidate & np.take_along_axis(taken_words, np.maximum(word_of_position, 0), axis=1)
 
 
