@@ -106,7 +106,8 @@ def _tokenize_lines(lines, settings):
   """
   key = (settings.vocab_file, settings.do_lower_case)
   if key not in _TOKENIZERS:
-    _TOKENIZERS[key] = graph_tokenization.GraphTokenizer(*key)
+    # The lines are Python strings (read with undecodable bytes replaced): valid UTF-8.
+    _TOKENIZERS[key] = graph_tokenization.GraphTokenizer(*key, repair_utf8=False)
   ids, line_splits = [], [np.zeros(1, np.int64)]
   for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
     ragged = _TOKENIZERS[key].tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))

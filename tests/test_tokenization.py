@@ -239,24 +239,30 @@ _TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=["Cs", "Cn
 
 @pytest.fixture(scope="module")
 def tokenizer_pairs(shared_data):
+  """Per do_lower_case: the Python tokenizer, the graph one, and the graph one without the UTF-8
+  repair pass (for valid text: what `create_pretraining_data.py` uses)."""
   vocab = str(shared_data / "vocab" / "uncased_vocab.txt")
   return {lower: (tokenization.FullTokenizer(vocab, lower),
-                  graph_tokenization.GraphTokenizer(vocab, lower)) for lower in (True, False)}
+                  graph_tokenization.GraphTokenizer(vocab, lower),
+                  graph_tokenization.GraphTokenizer(vocab, lower, repair_utf8=False))
+          for lower in (True, False)}
 
 
 @hypothesis.settings(max_examples=150, deadline=None,
                      suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
 @hypothesis.given(lines=st.lists(_TEXT, min_size=1, max_size=8), do_lower_case=st.booleans())
 def test_python_and_graph_ids_agree_on_arbitrary_unicode(tokenizer_pairs, lines, do_lower_case):
-  full, graph = tokenizer_pairs[do_lower_case]
-  assert _graph_ids(graph, lines) == _python_ids(full, lines)
+  full, graph, unrepaired = tokenizer_pairs[do_lower_case]
+  expected = _python_ids(full, lines)
+  assert _graph_ids(graph, lines) == expected
+  assert _graph_ids(unrepaired, lines) == expected
 
 
 @hypothesis.settings(max_examples=100, deadline=None,
                      suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
 @hypothesis.given(data=st.binary(max_size=80))
 def test_arbitrary_bytes_never_raise(tokenizer_pairs, data):
-  full, graph = tokenizer_pairs[True]
+  full, graph, _ = tokenizer_pairs[True]
   assert _graph_ids(graph, [data]) == [full.convert_tokens_to_ids(full.tokenize(data))]
 
 
@@ -264,7 +270,7 @@ def test_every_code_point_agrees_except_ones_python_has_not_assigned(tokenizer_p
   # The original's answer for a code point depends on the Unicode version of the Python running
   # it; TensorFlow's regex and ICU tables know characters added after Python 3.11's Unicode 14
   # (e.g. U+11B00, Devanagari Extended-A, Unicode 15), which Python still calls unassigned.
-  full, graph = tokenizer_pairs[True]
+  full, graph, _ = tokenizer_pairs[True]
   code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
   lines = [f"x{chr(c)}Ab" for c in code_points]
   graph_ids = []
