@@ -16,6 +16,7 @@ bounded by a few shards, not by the corpus.
 
 import collections
 import contextlib
+import ctypes
 import dataclasses
 import gc
 import json
@@ -258,6 +259,34 @@ def _shard_results(pool, pool_size, jobs):
     yield pending.get(), num_bytes
 
 
+def _start_worker(num_workers):
+  """Sets up a worker process: its share of the cores, and memory kept for reuse."""
+  _share_the_cores(num_workers)
+  _keep_freed_memory()
+
+
+def _keep_freed_memory():
+  """Makes glibc's malloc keep freed memory for reuse instead of returning it to the system.
+
+  A shard allocates and frees arrays of megabytes again and again (ids, masks, serialized bytes);
+  above malloc's mmap threshold each is mapped anew and every page faulted in again. With the
+  threshold and the trim threshold raised, 40 WikiText-2 shards on 2 workers took 2.8-3.0 s of
+  system time instead of 4.6-5.1 s, and 11.4-12.8 s instead of 12.9-14.3 s (two runs each, set
+  through glibc's environment variables then). Nothing to do without glibc.
+  """
+  try:
+    libc = ctypes.CDLL("libc.so.6")
+  except OSError:
+    return
+  m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+  libc.mallopt(m_mmap_threshold, _MMAP_THRESHOLD_BYTES)
+  libc.mallopt(m_trim_threshold, 4 * _MMAP_THRESHOLD_BYTES)
+
+
+# Above a whole shard's largest array (BERT's 14,000 x 128 int64 ids: 15 MB).
+_MMAP_THRESHOLD_BYTES = 64 << 20
+
+
 def _share_the_cores(num_workers):
   """Gives this worker's TensorFlow ops its share of the cores (one each by default).
 
@@ -346,7 +375,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   pool = None
   if num_workers > 1:
     pool = multiprocessing.get_context(start_method).Pool(
-        num_workers, initializer=_share_the_cores, initargs=(num_workers,))
+        num_workers, initializer=_start_worker, initargs=(num_workers,))
   try:
     outputs = [tf.io.gfile.GFile(path, "wb") for path in temp_paths]
     jobs = (((index, documents, settings, len(outputs), compression_type), num_bytes)
