@@ -9,14 +9,14 @@ instances at `--dupe_factor=5 --max_seq_length=128` with:
     and per-instance masking on `random.Random` (`pretraining_instances`, as
     `--original_random_stream`), and one `tf.train.Example` per instance.
 Each run is a child process whose peak memory, summed over its process tree and sampled every
-50 ms, is reported twice: resident (RSS, counting a page that forked processes share once in
-each) and proportional (PSS, dividing it among them: the memory the run takes). The project also
-runs on the input repeated 10 and 40 times, to show that memory does not grow with the corpus.
-Throughput is printed twice: over the whole run (start-up included: importing TensorFlow alone
-takes 4-5 s), and over each run's own timing of its work, after the interpreter and the imports
-(the project's `stats.json` seconds, which include starting its workers and tracing their
-tokenizers). The baseline runs at 1x and 2x; the work-time ratios are against its 2x run, the
-longer and steadier of the two.
+50 ms, is reported: resident (RSS, counting a page that forked processes share once in each),
+and for the project's runs proportional (PSS, dividing it among them: the memory the run takes;
+measured in a second run, see `_tree_memory_bytes`). The project also runs on the input repeated
+10 and 40 times, to show that memory does not grow with the corpus. Throughput is printed twice:
+over the whole run (start-up included: importing TensorFlow alone takes 4-5 s), and over each
+run's own timing of its work, after the interpreter and the imports (the project's `stats.json`
+seconds, which include starting its workers and tracing their tokenizers). The baseline runs at
+1x and 2x; the work-time ratios are against its 2x run, the longer and steadier of the two.
 
 Usage:
   python benchmarks/pretraining_data.py --wikitext=wikitext-2-valid.tokens.txt \
@@ -111,51 +111,47 @@ class Run:
   seconds: float
   work_seconds: float  # After the interpreter's start and the imports.
   peak_rss: int  # Bytes, summed over the process tree.
-  peak_pss: int
+  peak_pss: int  # None for one process.
   instances: int
 
 
-def _tree_memory_bytes(pid):
-  """(RSS, PSS) of `pid` and all its descendants, summed, from /proc.
+def _tree_memory_bytes(pid, measure):
+  """Memory of `pid` and all its descendants, summed, from /proc: "rss" or "pss".
 
   RSS counts a page shared by several processes (a forked worker's pages not yet written since
   the fork) once in each of them; PSS divides it among them, so its sum is the memory the tree
-  takes.
+  takes. Reading PSS (`smaps_rollup`) walks each process's page tables: sampled every 50 ms it
+  took enough CPU to slow the run measured (14.1 s against 11.2-11.8 s), so it has runs of its own.
   """
-  rss = pss = 0
-  stack = [pid]
+  path, field = ("status", "VmRSS:") if measure == "rss" else ("smaps_rollup", "Pss:")
+  total, stack = 0, [pid]
   while stack:
     current = stack.pop()
     try:
-      with open(f"/proc/{current}/smaps_rollup") as rollup:
-        for line in rollup:
-          if line.startswith("Rss:"):
-            rss += int(line.split()[1]) * 1024
-          elif line.startswith("Pss:"):
-            pss += int(line.split()[1]) * 1024
+      with open(f"/proc/{current}/{path}") as lines:
+        total += sum(int(line.split()[1]) * 1024 for line in lines if line.startswith(field))
       for task in os.listdir(f"/proc/{current}/task"):
         with open(f"/proc/{current}/task/{task}/children") as children:
           stack.extend(int(child) for child in children.read().split())
     except (FileNotFoundError, ProcessLookupError):
       continue
-  return rss, pss
+  return total
 
 
-def run_measured(command):
-  """Runs `command`; returns (seconds, peak tree RSS, peak tree PSS in bytes, stdout+stderr)."""
+def run_measured(command, measure="rss"):
+  """Runs `command`; returns (seconds, peak tree memory in bytes by `measure`, stdout+stderr)."""
   start = time.perf_counter()
   process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
-  peak_rss = peak_pss = 0
+  peak = 0
   while process.poll() is None:
-    rss, pss = _tree_memory_bytes(process.pid)
-    peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+    peak = max(peak, _tree_memory_bytes(process.pid, measure))
     time.sleep(0.05)
   output = process.stdout.read()
   if process.returncode:
     raise RuntimeError(f"{command[:3]} failed:\n{output[-3000:]}")
-  return time.perf_counter() - start, peak_rss, peak_pss, output
+  return time.perf_counter() - start, peak, output
 
 
 def main(argv):
@@ -171,26 +167,29 @@ def main(argv):
 
     def project(corpus, name):
       output = os.path.join(temp_dir, f"{name}.tfrecord")
-      seconds, peak_rss, peak_pss, log = run_measured([
+      command = [
           sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
           f"--output_file={output}", f"--vocab_file={FLAGS.vocab_file}",
           "--max_seq_length=128", "--max_predictions_per_seq=20",
           f"--dupe_factor={FLAGS.dupe_factor}", f"--num_workers={FLAGS.num_workers}",
-          f"--shard_documents={FLAGS.shard_documents}"])
+          f"--shard_documents={FLAGS.shard_documents}"]
+      seconds, peak_rss, log = run_measured(command)
       instances = int(log.split("Wrote ")[1].split(" ")[0])
       with open(f"{output}.stats.json", encoding="utf-8") as stats:
         work_seconds = json.load(stats)["seconds"]
+      _, peak_pss, _ = run_measured(command, measure="pss")
       return Run(f"this project, {FLAGS.num_workers} workers", times, seconds, work_seconds,
                  peak_rss, peak_pss, instances)
 
     def baseline(corpus, name):
       output = os.path.join(temp_dir, f"{name}.tfrecord")
-      seconds, peak_rss, peak_pss, log = run_measured([
+      seconds, peak_rss, log = run_measured([
           sys.executable, "-c", BASELINE, corpus, output, FLAGS.vocab_file,
           str(FLAGS.dupe_factor)])
       instances, work_seconds = log.split("INSTANCES ")[1].split()[0:3:2]
+      # One process: its PSS is its RSS but for the pages it shares with other programs.
       return Run("pure Python, 1 process (the original's design)", times, seconds,
-                 float(work_seconds), peak_rss, peak_pss, int(instances))
+                 float(work_seconds), peak_rss, None, int(instances))
 
     runs = {}
     for times in (1, 2):
@@ -215,7 +214,8 @@ def main(argv):
     print(f"| {run.name:<46} | {run.times:>4}x | {run.instances:>9,} | {run.seconds:>7.1f} | "
           f"{rate:>11,.0f} | {rate / baseline_rate:>13.1f}x | {run.work_seconds:>6.1f} | "
           f"{work_rate:>11,.0f} | {work_rate / baseline_work_rate:>13.1f}x | "
-          f"{run.peak_rss / 1e6:>11,.0f} | {run.peak_pss / 1e6:>11,.0f} |")
+          f"{run.peak_rss / 1e6:>11,.0f} | "
+          f"{'-' if run.peak_pss is None else f'{run.peak_pss / 1e6:,.0f}':>11} |")
   print(f"peak memory 10x / 1x (this project): RSS "
         f"{runs['project', 10].peak_rss / runs['project', 1].peak_rss:.2f}, PSS "
         f"{runs['project', 10].peak_pss / runs['project', 1].peak_pss:.2f}")
