@@ -72,7 +72,7 @@ def main(argv):
   paths = [
       ("str.lower().split() (floor: touch every byte)", floor),
       ("FullTokenizer, pure Python", python_path),
-      ("GraphTokenizer, batches (data creation's path)", graph_batches),
+      ("GraphTokenizer, batches", graph_batches),
       ("HuggingFace BertTokenizerFast (Rust, batched)", rust_path),
   ]
   print(f"{len(lines)} lines, {megabytes:.2f} MB, {os.cpu_count()} cores, "
