@@ -269,10 +269,9 @@ def _keep_freed_memory():
   """Makes glibc's malloc keep freed memory for reuse instead of returning it to the system.
 
   A shard allocates and frees arrays of megabytes again and again (ids, masks, serialized bytes);
-  above malloc's mmap threshold each is mapped anew and every page faulted in again. With the
-  threshold and the trim threshold raised, 40 WikiText-2 shards on 2 workers took 2.8-3.0 s of
-  system time instead of 4.6-5.1 s, and 11.4-12.8 s instead of 12.9-14.3 s (two runs each, set
-  through glibc's environment variables then). Nothing to do without glibc.
+  above malloc's mmap threshold each is mapped anew and every page faulted in again. 40
+  WikiText-2 shards on 2 workers: 4.6-5.1 s of system time and 12.9-14.3 s by default (two runs);
+  with these settings 3.0-3.2 s and 11.2-11.8 s (three runs). Nothing to do without glibc.
   """
   try:
     libc = ctypes.CDLL("libc.so.6")
