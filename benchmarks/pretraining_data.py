@@ -61,6 +61,7 @@ import tensorflow as tf
 
 from data import pretraining_data_writer
 from data import pretraining_instances
+from data import schemas
 from data import text_files
 from data import tokenization
 
@@ -78,25 +79,21 @@ instances = pretraining_instances.create_instances(
     special_ids=pretraining_instances.SpecialIds.from_vocab(tokenizer.vocab),
     do_whole_word_mask=False, rng=pretraining_instances.seeded_rng(12345, 0))
 
-
-def int64_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
 with tf.io.TFRecordWriter(output_file) as writer:
   for instance in instances:
     padding = [0] * (128 - len(instance.input_ids))
     num_predictions = len(instance.masked_lm_positions)
     prediction_padding = [0] * (20 - num_predictions)
     features = {
-        "input_ids": int64_feature(instance.input_ids + padding),
-        "input_mask": int64_feature([1] * len(instance.input_ids) + padding),
-        "segment_ids": int64_feature(instance.segment_ids + padding),
-        "masked_lm_positions": int64_feature(instance.masked_lm_positions + prediction_padding),
-        "masked_lm_ids": int64_feature(instance.masked_lm_ids + prediction_padding),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-            value=[1.0] * num_predictions + [0.0] * len(prediction_padding))),
-        "next_sentence_labels": int64_feature([int(instance.is_random_next)]),
+        "input_ids": schemas.int64_feature(instance.input_ids + padding),
+        "input_mask": schemas.int64_feature([1] * len(instance.input_ids) + padding),
+        "segment_ids": schemas.int64_feature(instance.segment_ids + padding),
+        "masked_lm_positions": schemas.int64_feature(
+            instance.masked_lm_positions + prediction_padding),
+        "masked_lm_ids": schemas.int64_feature(instance.masked_lm_ids + prediction_padding),
+        "masked_lm_weights": schemas.float_feature(
+            [1.0] * num_predictions + [0.0] * len(prediction_padding)),
+        "next_sentence_labels": schemas.int64_feature([int(instance.is_random_next)]),
     }
     writer.write(tf.train.Example(features=tf.train.Features(feature=features))
                  .SerializeToString())
@@ -121,7 +118,8 @@ def _tree_memory_bytes(pid, measure):
   RSS counts a page shared by several processes (a forked worker's pages not yet written since
   the fork) once in each of them; PSS divides it among them, so its sum is the memory the tree
   takes. Reading PSS (`smaps_rollup`) walks each process's page tables: sampled every 50 ms it
-  took enough CPU to slow the run measured (14.1 s against 11.2-11.8 s), so it has runs of its own.
+  took enough CPU to slow the run measured (40x: 14.1 s of work in the benchmark, 11.2-11.8 s in
+  unsampled runs of the same code), so it has runs of its own.
   """
   path, field = ("status", "VmRSS:") if measure == "rss" else ("smaps_rollup", "Pss:")
   total, stack = 0, [pid]

@@ -5,9 +5,10 @@ Python lists: A and B by extending lists segment by segment, truncation by delet
 a time. Here the same algorithm, with the same `random.Random` calls in the same order, works on
 offsets: a shard's segments are ranges of one id array (`Documents`), A and B are each a range of
 it (consecutive segments are contiguous, and truncation only moves a range's ends), and
-`[CLS] A [SEP] B [SEP]` is gathered with NumPy, 1,024 instances at a time. Same instances as the transcription
-without masking (tested). Laying out and packing one WikiText-2 valid shard (14,240 instances at
-`dupe_factor` 5): 0.43-0.55 s as lists, 0.14-0.15 s here (five interleaved rounds).
+`[CLS] A [SEP] B [SEP]` is gathered with NumPy, 1,024 instances at a time. Same instances as the
+transcription without masking (tested). Laying out and packing one WikiText-2 valid shard
+(14,240 instances at `dupe_factor` 5): 0.43-0.55 s as lists, 0.14-0.15 s here (five interleaved
+rounds).
 """
 
 import dataclasses
