@@ -10,8 +10,9 @@ from (`random_seed`, shard index); `original_random_stream` masks them one by on
 shard's `random.Random`, as the original. Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
 output whatever the number of workers. With several workers the main process only reads,
-hands out shards and writes, and at most `2 * num_workers` shards are in flight, so memory is
-bounded by a few shards, not by the corpus.
+hands out shards and writes; each worker leaves a shard's TFRecords in a file of a temporary
+directory for it to append. At most `2 * num_workers` shards are in flight, so memory is bounded
+by a few shards, not by the corpus.
 """
 
 import collections
@@ -22,6 +23,8 @@ import gc
 import json
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -231,7 +234,33 @@ def _process_shard(shard_index, documents, settings):
   return pretraining_examples.serialize(batch), counts
 
 
-def _shard_results(pool, pool_size, jobs):
+def _process_shard_to_file(path, arguments):
+  """`process_shard(*arguments)` in a worker, its parts written to the file `path`.
+
+  A result returned by a `multiprocessing` worker is pickled through a pipe, 64 KB at a time,
+  waking the receiving process each time: 60-120 ms for a WikiText-2 shard's 15 MB of TFRecords,
+  during which the worker made nothing. Written to a file (the page cache) and read back, they
+  take a few ms.
+
+  Returns:
+    `(part_lengths, counts)`: the bytes of each part, back to back in `path`; the statistics.
+  """
+  parts, counts = process_shard(*arguments)
+  with open(path, "wb") as writer:
+    for part in parts:
+      writer.write(part)
+  return [len(part) for part in parts], counts
+
+
+def _take_parts(path, part_lengths):
+  """The parts `_process_shard_to_file` wrote to `path`, which is removed."""
+  with open(path, "rb") as reader:
+    parts = [reader.read(length) for length in part_lengths]
+  os.remove(path)
+  return parts
+
+
+def _shard_results(pool, pool_size, jobs, directory):
   """Runs `process_shard` on `pool` for each job, yielding the results in shard order.
 
   Every worker keeps one shard queued behind the one it makes, so none waits for this process
@@ -244,23 +273,29 @@ def _shard_results(pool, pool_size, jobs):
     pool: a `multiprocessing.Pool` of `pool_size` workers.
     pool_size: its number of workers.
     jobs: iterable of `(process_shard arguments, num_bytes)`.
+    directory: where the workers leave each shard's TFRecords until they are taken.
 
   Yields:
-    `(process_shard result, num_bytes)` in shard order; at most `2 * pool_size` shards are held
-    at once.
+    `(process_shard result, num_bytes)` in shard order; at most `2 * pool_size` shards are in
+    flight at once.
   """
-  in_flight = collections.deque()  # (AsyncResult, num_bytes)
+  in_flight = collections.deque()  # (AsyncResult, path, num_bytes)
   for arguments, num_bytes in jobs:
-    in_flight.append((pool.apply_async(process_shard, arguments), num_bytes))
+    path = os.path.join(directory, f"shard-{arguments[0]}")
+    in_flight.append(
+        (pool.apply_async(_process_shard_to_file, (path, arguments)), path, num_bytes))
     while in_flight and (len(in_flight) >= 2 * pool_size or in_flight[0][0].ready()):
-      pending, num_bytes = in_flight.popleft()
-      yield pending.get(), num_bytes
-  for pending, num_bytes in in_flight:
-    yield pending.get(), num_bytes
+      pending, path, num_bytes = in_flight.popleft()
+      part_lengths, counts = pending.get()
+      yield (_take_parts(path, part_lengths), counts), num_bytes
+  for pending, path, num_bytes in in_flight:
+    part_lengths, counts = pending.get()
+    yield (_take_parts(path, part_lengths), counts), num_bytes
 
 
 def _start_worker(num_workers):
-  """Sets up a worker process: its share of the cores, and memory kept for reuse."""
+  """Sets up a worker process: its share of the cores, and memory kept for reuse. (Nothing here
+  may fail: a `Pool` replaces a worker whose initializer raised, forever.)"""
   _share_the_cores(num_workers)
   _keep_freed_memory()
 
@@ -349,7 +384,9 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     output_files: TFRecord paths; instances go round-robin to them.
     settings: `Settings`.
     num_workers: processes making shards: 1, this one; more, that many others, while this one
-      reads the input and writes the output.
+      reads the input and writes the output. They hand each shard's TFRecords over in a
+      temporary directory (`tempfile`'s, as `TMPDIR` says), which holds up to `2 * num_workers`
+      shards' records.
     shard_documents: documents per shard (also the pool of random next-sentence documents).
     compression_type: None or "GZIP".
     start_method: how the `num_workers` other processes start (`multiprocessing`):
@@ -371,11 +408,12 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
   outputs = []
   counts = collections.Counter()
-  pool = None
-  if num_workers > 1:
-    pool = multiprocessing.get_context(start_method).Pool(
-        num_workers, initializer=_start_worker, initargs=(num_workers,))
+  pool = handoff_directory = None
   try:
+    if num_workers > 1:
+      handoff_directory = tempfile.mkdtemp(prefix="create_pretraining_data-")
+      pool = multiprocessing.get_context(start_method).Pool(
+          num_workers, initializer=_start_worker, initargs=(num_workers,))
     outputs = [tf.io.gfile.GFile(path, "wb") for path in temp_paths]
     jobs = (((index, documents, settings, len(outputs), compression_type), num_bytes)
             for index, (documents, num_bytes)
@@ -394,7 +432,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       for arguments, num_bytes in jobs:
         write(*process_shard(*arguments), num_bytes)
     else:
-      for result, num_bytes in _shard_results(pool, num_workers, jobs):
+      for result, num_bytes in _shard_results(pool, num_workers, jobs, handoff_directory):
         write(*result, num_bytes)
       pool.close()
       pool.join()
@@ -410,6 +448,8 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   finally:
     if pool is not None:
       pool.terminate()
+    if handoff_directory is not None:
+      shutil.rmtree(handoff_directory, ignore_errors=True)
     for output in outputs:
       output.close()
     for temp_path in temp_paths:

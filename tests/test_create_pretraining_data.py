@@ -142,6 +142,40 @@ def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample
         str(compressed), compression_type="GZIP")] == records[index::3]
 
 
+# Workers forked as by the script; the shard with index 2 fails in its worker.
+FAILING_SHARD = """
+import sys
+import tempfile
+from data import pretraining_data_writer as writer
+tempfile.tempdir = sys.argv[4]
+process_shard = writer.process_shard
+def fail_at_shard_2(shard_index, *arguments):
+  if shard_index == 2:
+    raise RuntimeError("shard 2 failed")
+  return process_shard(shard_index, *arguments)
+writer.process_shard = fail_at_shard_2
+settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=64,
+                           max_predictions_per_seq=10, random_seed=12345, dupe_factor=2,
+                           masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+try:
+  writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=2,
+                                shard_documents=3, start_method="fork")
+except RuntimeError as error:
+  print("raised:", error)
+"""
+
+
+def test_a_failing_worker_leaves_neither_output_nor_handed_over_records(tmp_path, sample_vocab):
+  handoff = tmp_path / "tmp"
+  handoff.mkdir()
+  output = tmp_path / "out.tfrecord"
+  stdout = scripts.run_python(FAILING_SHARD, SAMPLES_DIR / "sample_corpus.txt", output,
+                              sample_vocab, handoff, cwd=REPO_ROOT)
+  assert "raised: shard 2 failed" in stdout
+  assert list(tmp_path.glob("out.tfrecord*")) == []
+  assert list(handoff.iterdir()) == []
+
+
 def test_gzip_output_reads_back_with_gzip(tmp_path, sample_vocab):
   output = create(tmp_path, sample_vocab, "--gzip")[0]
   assert output.read_bytes()[:2] == b"\x1f\x8b"
