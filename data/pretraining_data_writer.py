@@ -10,9 +10,9 @@ from (`random_seed`, shard index); `original_random_stream` masks them one by on
 shard's `random.Random`, as the original. Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
 output whatever the number of workers. With several workers the main process only reads,
-hands out shards and writes; each worker leaves a shard's TFRecords in a file of a temporary
-directory for it to append. At most `2 * num_workers` shards are in flight, so memory is bounded
-by a few shards, not by the corpus.
+hands out shards and appends the TFRecord files a worker writes for each shard and output. At
+most `2 * num_workers` shards are in flight, so memory is bounded by a few shards, not by the
+corpus.
 """
 
 import collections
@@ -140,53 +140,53 @@ def _cycle_collector_paused():
       gc.enable()
 
 
-def process_shard(shard_index, documents, settings, num_parts, compression_type):
-  """Tokenizes one shard, creates its instances and writes them as TFRecords in memory.
+def process_shard(shard_index, documents, settings, num_parts, compression_type, directory):
+  """Tokenizes one shard, creates its instances and writes them as TFRecord files in `directory`.
 
   Args:
     shard_index, documents, settings: see `_process_shard`.
-    num_parts, compression_type: see `_tfrecord_parts`.
+    num_parts, compression_type, directory: see `_write_parts`.
 
   Returns:
-    `(parts, counts)`: `_tfrecord_parts` of the shard's examples, and the shard's statistics.
+    `(part_paths, counts)`: `_write_parts` of the shard's examples, and the shard's statistics.
   """
   with _cycle_collector_paused():
     serialized, counts = _process_shard(shard_index, documents, settings)
-  return _tfrecord_parts(serialized, num_parts, compression_type, f"shard-{shard_index}"), counts
+  return _write_parts(serialized, num_parts, compression_type,
+                      os.path.join(directory, f"shard-{shard_index}")), counts
 
 
-def _tfrecord_parts(serialized, num_parts, compression_type, name):
-  """`serialized` as `num_parts` TFRecord byte strings, written by TensorFlow's own writer.
+def _write_parts(serialized, num_parts, compression_type, path_prefix):
+  """Writes `serialized` as `num_parts` TFRecord files with TensorFlow's own writer.
 
   Part `k` holds records `k, k + num_parts, ...`, so the main process, which only appends each
   part to an output file, keeps the records' round-robin over the files. The main process used to
   write every record itself (2-3.5 us each, with unpickling them the largest part of its work,
-  while it shares the cores with the workers); a part is one string to append. Compressed parts
-  are GZIP members, which concatenated are one GZIP stream (`TFRecordDataset` reads it).
+  while it shares the cores with the workers); a part is one file to append. Nor do the records
+  travel back as a worker's result: pickled through a pipe 64 KB at a time, a WikiText-2 shard's
+  15 MB took 60-120 ms, the worker idle meanwhile; a file (in the page cache) takes a few ms.
+  Compressed parts are GZIP members, which concatenated are one GZIP stream (`TFRecordDataset`
+  reads it).
 
   Args:
     serialized: list of bytes, the shard's examples in order.
     num_parts: the number of output files.
     compression_type: None or "GZIP".
-    name: unique in this process: names the in-memory (`ram://`) file written and read back.
+    path_prefix: part `k` is written to `<path_prefix>-<k>`.
 
   Returns:
-    list of `num_parts` bytes (empty for a part without records).
+    list of `num_parts` paths, None for a part without records (no file).
   """
   options = tf.io.TFRecordOptions(compression_type=compression_type)
-  path = f"ram://{os.getpid()}-{name}.tfrecord"
-  parts = []
+  paths = []
   for part in range(num_parts):
     records = serialized[part::num_parts]
-    if not records:
-      parts.append(b"")
-      continue
-    with tf.io.TFRecordWriter(path, options) as writer:
-      for record in records:
-        writer.write(record)
-    parts.append(tf.io.read_file(path).numpy())
-    tf.io.gfile.remove(path)
-  return parts
+    paths.append(f"{path_prefix}-{part}" if records else None)
+    if records:
+      with tf.io.TFRecordWriter(paths[-1], options) as writer:
+        for record in records:
+          writer.write(record)
+  return paths
 
 
 def _process_shard(shard_index, documents, settings):
@@ -234,33 +234,7 @@ def _process_shard(shard_index, documents, settings):
   return pretraining_examples.serialize(batch), counts
 
 
-def _process_shard_to_file(path, arguments):
-  """`process_shard(*arguments)` in a worker, its parts written to the file `path`.
-
-  A result returned by a `multiprocessing` worker is pickled through a pipe, 64 KB at a time,
-  waking the receiving process each time: 60-120 ms for a WikiText-2 shard's 15 MB of TFRecords,
-  during which the worker made nothing. Written to a file (the page cache) and read back, they
-  take a few ms.
-
-  Returns:
-    `(part_lengths, counts)`: the bytes of each part, back to back in `path`; the statistics.
-  """
-  parts, counts = process_shard(*arguments)
-  with open(path, "wb") as writer:
-    for part in parts:
-      writer.write(part)
-  return [len(part) for part in parts], counts
-
-
-def _take_parts(path, part_lengths):
-  """The parts `_process_shard_to_file` wrote to `path`, which is removed."""
-  with open(path, "rb") as reader:
-    parts = [reader.read(length) for length in part_lengths]
-  os.remove(path)
-  return parts
-
-
-def _shard_results(pool, pool_size, jobs, directory):
+def _shard_results(pool, pool_size, jobs):
   """Runs `process_shard` on `pool` for each job, yielding the results in shard order.
 
   Every worker keeps one shard queued behind the one it makes, so none waits for this process
@@ -273,24 +247,19 @@ def _shard_results(pool, pool_size, jobs, directory):
     pool: a `multiprocessing.Pool` of `pool_size` workers.
     pool_size: its number of workers.
     jobs: iterable of `(process_shard arguments, num_bytes)`.
-    directory: where the workers leave each shard's TFRecords until they are taken.
 
   Yields:
     `(process_shard result, num_bytes)` in shard order; at most `2 * pool_size` shards are in
     flight at once.
   """
-  in_flight = collections.deque()  # (AsyncResult, path, num_bytes)
+  in_flight = collections.deque()  # (AsyncResult, num_bytes)
   for arguments, num_bytes in jobs:
-    path = os.path.join(directory, f"shard-{arguments[0]}")
-    in_flight.append(
-        (pool.apply_async(_process_shard_to_file, (path, arguments)), path, num_bytes))
+    in_flight.append((pool.apply_async(process_shard, arguments), num_bytes))
     while in_flight and (len(in_flight) >= 2 * pool_size or in_flight[0][0].ready()):
-      pending, path, num_bytes = in_flight.popleft()
-      part_lengths, counts = pending.get()
-      yield (_take_parts(path, part_lengths), counts), num_bytes
-  for pending, path, num_bytes in in_flight:
-    part_lengths, counts = pending.get()
-    yield (_take_parts(path, part_lengths), counts), num_bytes
+      pending, num_bytes = in_flight.popleft()
+      yield pending.get(), num_bytes
+  for pending, num_bytes in in_flight:
+    yield pending.get(), num_bytes
 
 
 def _start_worker(num_workers):
@@ -384,9 +353,9 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     output_files: TFRecord paths; instances go round-robin to them.
     settings: `Settings`.
     num_workers: processes making shards: 1, this one; more, that many others, while this one
-      reads the input and writes the output. They hand each shard's TFRecords over in a
-      temporary directory (`tempfile`'s, as `TMPDIR` says), which holds up to `2 * num_workers`
-      shards' records.
+      reads the input and writes the output. A shard's TFRecords wait in a temporary directory
+      (`tempfile`'s, as `TMPDIR` says) until they are appended to the outputs: up to
+      `2 * num_workers` shards' records.
     shard_documents: documents per shard (also the pool of random next-sentence documents).
     compression_type: None or "GZIP".
     start_method: how the `num_workers` other processes start (`multiprocessing`):
@@ -408,20 +377,24 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
   outputs = []
   counts = collections.Counter()
-  pool = handoff_directory = None
+  pool = parts_directory = None
   try:
+    parts_directory = tempfile.mkdtemp(prefix="create_pretraining_data-")
     if num_workers > 1:
-      handoff_directory = tempfile.mkdtemp(prefix="create_pretraining_data-")
       pool = multiprocessing.get_context(start_method).Pool(
           num_workers, initializer=_start_worker, initargs=(num_workers,))
     outputs = [tf.io.gfile.GFile(path, "wb") for path in temp_paths]
-    jobs = (((index, documents, settings, len(outputs), compression_type), num_bytes)
+    jobs = (((index, documents, settings, len(outputs), compression_type, parts_directory),
+             num_bytes)
             for index, (documents, num_bytes)
             in enumerate(read_document_shards(input_files, shard_documents, decode_stats)))
 
-    def write(parts, shard_counts, num_bytes):
-      for part, records in enumerate(parts):
-        outputs[(counts["instances"] + part) % len(outputs)].write(records)
+    def write(part_paths, shard_counts, num_bytes):
+      for part, part_path in enumerate(part_paths):
+        if part_path is not None:
+          with open(part_path, "rb") as records:
+            outputs[(counts["instances"] + part) % len(outputs)].write(records.read())
+          os.remove(part_path)
       counts.update(shard_counts)
       elapsed = max(time.monotonic() - start, 1e-9)
       bar.update(num_bytes / 1e6, detail=(
@@ -432,7 +405,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       for arguments, num_bytes in jobs:
         write(*process_shard(*arguments), num_bytes)
     else:
-      for result, num_bytes in _shard_results(pool, num_workers, jobs, handoff_directory):
+      for result, num_bytes in _shard_results(pool, num_workers, jobs):
         write(*result, num_bytes)
       pool.close()
       pool.join()
@@ -448,8 +421,8 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   finally:
     if pool is not None:
       pool.terminate()
-    if handoff_directory is not None:
-      shutil.rmtree(handoff_directory, ignore_errors=True)
+    if parts_directory is not None:
+      shutil.rmtree(parts_directory, ignore_errors=True)
     for output in outputs:
       output.close()
     for temp_path in temp_paths:

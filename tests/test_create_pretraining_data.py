@@ -124,7 +124,7 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
 
 
 def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab):
-  # Workers hand back each shard's records as one TFRecord string per output (GZIP members when
+  # Workers write each shard's records as one TFRecord file per output (a GZIP member when
   # compressed); record g of the whole run must still go to output g % 3, whatever the shards'
   # sizes.
   for name in ("one", "three", "gzip"):
@@ -165,15 +165,15 @@ except RuntimeError as error:
 """
 
 
-def test_a_failing_worker_leaves_neither_output_nor_handed_over_records(tmp_path, sample_vocab):
-  handoff = tmp_path / "tmp"
-  handoff.mkdir()
+def test_a_failing_worker_leaves_neither_output_nor_part_files(tmp_path, sample_vocab):
+  temp = tmp_path / "tmp"
+  temp.mkdir()
   output = tmp_path / "out.tfrecord"
   stdout = scripts.run_python(FAILING_SHARD, SAMPLES_DIR / "sample_corpus.txt", output,
-                              sample_vocab, handoff, cwd=REPO_ROOT)
+                              sample_vocab, temp, cwd=REPO_ROOT)
   assert "raised: shard 2 failed" in stdout
   assert list(tmp_path.glob("out.tfrecord*")) == []
-  assert list(handoff.iterdir()) == []
+  assert list(temp.iterdir()) == []
 
 
 def test_gzip_output_reads_back_with_gzip(tmp_path, sample_vocab):
