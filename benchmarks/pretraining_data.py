@@ -16,7 +16,8 @@ measured in a second run, see `_tree_memory_bytes`). The project also runs on th
 over the whole run (start-up included: importing TensorFlow alone takes 4-5 s), and over each
 run's own timing of its work, after the interpreter and the imports (the project's `stats.json`
 seconds, which include starting its workers and tracing their tokenizers). The baseline runs at
-1x and 2x; the work-time ratios are against its 2x run, the longer and steadier of the two.
+1x, and at 2x before and after the project's runs (the machine's speed drifts: one baseline run
+took 10.2 s and another 14.1 s); the work-time ratios are against the mean rate of the 2x runs.
 
 Usage:
   python benchmarks/pretraining_data.py --wikitext=wikitext-2-valid.tokens.txt \
@@ -163,10 +164,10 @@ def main(argv):
       with open(corpora[times], "w", encoding="utf-8") as writer:
         writer.write("\n".join([text] * times))
 
-    def project(corpus, name):
+    def project(times, name):
       output = os.path.join(temp_dir, f"{name}.tfrecord")
       command = [
-          sys.executable, "create_pretraining_data.py", f"--input_file={corpus}",
+          sys.executable, "create_pretraining_data.py", f"--input_file={corpora[times]}",
           f"--output_file={output}", f"--vocab_file={FLAGS.vocab_file}",
           "--max_seq_length=128", "--max_predictions_per_seq=20",
           f"--dupe_factor={FLAGS.dupe_factor}", f"--num_workers={FLAGS.num_workers}",
@@ -179,10 +180,10 @@ def main(argv):
       return Run(f"this project, {FLAGS.num_workers} workers", times, seconds, work_seconds,
                  peak_rss, peak_pss, instances)
 
-    def baseline(corpus, name):
+    def baseline(times, name):
       output = os.path.join(temp_dir, f"{name}.tfrecord")
       seconds, peak_rss, log = run_measured([
-          sys.executable, "-c", BASELINE, corpus, output, FLAGS.vocab_file,
+          sys.executable, "-c", BASELINE, corpora[times], output, FLAGS.vocab_file,
           str(FLAGS.dupe_factor)])
       instances, work_seconds = log.split("INSTANCES ")[1].split()[0:3:2]
       # One process: its PSS is its RSS but for the pages it shares with other programs.
@@ -190,14 +191,17 @@ def main(argv):
                  float(work_seconds), peak_rss, None, int(instances))
 
     runs = {}
-    for times in (1, 2):
-      runs["baseline", times] = baseline(corpora[times], f"baseline_{times}x")
+    runs["baseline", 1] = baseline(1, "baseline_1x")
+    runs["baseline", 2, "before"] = baseline(2, "baseline_2x")
     for times in (1, 10, 40):
-      runs["project", times] = project(corpora[times], f"{times}x")
+      runs["project", times] = project(times, f"{times}x")
+    runs["baseline", 2, "after"] = baseline(2, "baseline_2x")
     input_mb = os.path.getsize(corpora[1]) / 1e6
 
   baseline_rate = runs["baseline", 1].instances / runs["baseline", 1].seconds
-  baseline_work_rate = runs["baseline", 2].instances / runs["baseline", 2].work_seconds
+  baseline_2x_rates = [runs["baseline", 2, when].instances / runs["baseline", 2, when].work_seconds
+                       for when in ("before", "after")]
+  baseline_work_rate = sum(baseline_2x_rates) / 2
   print(f"\nWikiText-2 valid ({input_mb:.2f} MB as documents), dupe_factor {FLAGS.dupe_factor}, "
         f"max_seq_length 128; {os.cpu_count()} cores. Whole run: wall time with interpreter and "
         "TensorFlow start-up; work: the run's own timing, after them")
@@ -214,6 +218,9 @@ def main(argv):
           f"{work_rate:>11,.0f} | {work_rate / baseline_work_rate:>13.1f}x | "
           f"{run.peak_rss / 1e6:>11,.0f} | "
           f"{'-' if run.peak_pss is None else f'{run.peak_pss / 1e6:,.0f}':>11} |")
+  print(f"baseline 2x work rate before and after the project's runs: {baseline_2x_rates[0]:,.0f} "
+        f"and {baseline_2x_rates[1]:,.0f} instances/s; the ratios use their mean, "
+        f"{baseline_work_rate:,.0f}")
   print(f"peak memory 10x / 1x (this project): RSS "
         f"{runs['project', 10].peak_rss / runs['project', 1].peak_rss:.2f}, PSS "
         f"{runs['project', 10].peak_pss / runs['project', 1].peak_pss:.2f}")

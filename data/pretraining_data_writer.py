@@ -336,6 +336,10 @@ def _write_json_atomically(path, value):
     writer.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
+# Bytes of a part file read at once when it is appended to an output.
+_COPY_BYTES = 16 << 20
+
+
 class NoDocumentsError(ValueError):
   """The input held no document with any word piece."""
 
@@ -354,8 +358,8 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     settings: `Settings`.
     num_workers: processes making shards: 1, this one; more, that many others, while this one
       reads the input and writes the output. A shard's TFRecords wait in a temporary directory
-      (`tempfile`'s, as `TMPDIR` says) until they are appended to the outputs: up to
-      `2 * num_workers` shards' records.
+      (`tempfile`'s, as `TMPDIR` says) until they are appended to the outputs: the records of up
+      to `2 * num_workers` shards with several workers.
     shard_documents: documents per shard (also the pool of random next-sentence documents).
     compression_type: None or "GZIP".
     start_method: how the `num_workers` other processes start (`multiprocessing`):
@@ -393,7 +397,8 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       for part, part_path in enumerate(part_paths):
         if part_path is not None:
           with open(part_path, "rb") as records:
-            outputs[(counts["instances"] + part) % len(outputs)].write(records.read())
+            shutil.copyfileobj(records, outputs[(counts["instances"] + part) % len(outputs)],
+                               _COPY_BYTES)
           os.remove(part_path)
       counts.update(shard_counts)
       elapsed = max(time.monotonic() - start, 1e-9)
