@@ -185,17 +185,20 @@ def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_id
   input_ids = np.zeros((count, max_seq_length), np.int64)
   segment_ids = np.zeros((count, max_seq_length), np.int64)
   position = np.arange(max_seq_length)[None, :]
+  # Every position gathers from the ids followed by [CLS], [SEP] and padding: one gather, not
+  # masked copies (callgrind: 633 M -> 592 M instructions to lay out and pack a shard).
+  extended_ids = np.concatenate([ids, [special_ids.cls_id, special_ids.sep_id, 0]])
+  cls_index, sep_index, pad_index = len(ids), len(ids) + 1, len(ids) + 2
   for start in range(0, count, _BLOCK_ROWS):
     rows = slice(start, start + _BLOCK_ROWS)
-    in_a = (position >= 1) & (position <= a_length[rows])
-    in_b = (position >= a_length[rows] + 2) & (position < lengths[rows] - 1)
-    source = np.where(in_a, a_start[rows] + position - 1,
-                      b_start[rows] + position - a_length[rows] - 2)
-    block = input_ids[rows]
-    block[in_a | in_b] = ids[source[in_a | in_b]]
-    block[:, 0] = special_ids.cls_id
-    block[(position == a_length[rows] + 1) | (position == lengths[rows] - 1)] = special_ids.sep_id
-    segment_ids[rows] = (position >= a_length[rows] + 2) & (position < lengths[rows])
+    row_a_length, row_length = a_length[rows], lengths[rows]
+    source = np.where(position <= row_a_length, a_start[rows] - 1,
+                      b_start[rows] - row_a_length - 2) + position
+    source[:, 0] = cls_index
+    source[(position == row_a_length + 1) | (position == row_length - 1)] = sep_index
+    source[position >= row_length] = pad_index
+    input_ids[rows] = extended_ids[source]
+    segment_ids[rows] = (position >= row_a_length + 2) & (position < row_length)
   return instance_batches.InstanceBatch(
       input_ids=input_ids,
       segment_ids=segment_ids,
