@@ -109,16 +109,17 @@ def _join_blocks(blocks):
 
   A block is `(values, written, row_lengths)`: uint8 and bool arrays `[num_rows, block_width]`,
   a row's bytes being `values[row][written[row]]`, and int64 `[num_rows]`, how many they are
-  (carried, not summed from `written` again and again: 12 ms per shard). Laying the blocks side
-  by side and keeping the written bytes row by row concatenates them with one selection, without
-  per-row work.
+  (carried, not summed from `written` each time they are needed: serializing a WikiText-2 shard
+  took 792 M instructions with the sums, 621 M without). Laying the blocks side by side and
+  keeping the written bytes row by row concatenates them with one selection, without per-row
+  work.
 
   Returns:
     `(data, row_lengths)`: uint8 `[total]`, the rows back to back; int64 `[num_rows]`.
   """
-  written = np.concatenate([block[1] for block in blocks], axis=1)
-  data = np.concatenate([block[0] for block in blocks], axis=1)[written]
-  return data, sum(block[2] for block in blocks)
+  written = np.concatenate([written for _, written, _ in blocks], axis=1)
+  data = np.concatenate([values for values, _, _ in blocks], axis=1)[written]
+  return data, sum(row_lengths for _, _, row_lengths in blocks)
 
 
 # Rows assembled at once: bounds the temporaries, a few times the rows' bytes.
@@ -166,7 +167,7 @@ def _serialize_rows(input_ids, lengths, masked_lm_ids, masked_lm_positions, num_
                        _packed_varints(is_random_next[:, None])),
       *_feature_blocks("segment_ids", _INT64_LIST, _packed_varints(segment_ids)),
   ]
-  features_length = sum(block[2] for block in features)
+  features_length = sum(row_lengths for _, _, row_lengths in features)
   data, row_lengths = _join_blocks(
       [_per_length(lambda length: _length_delimited(1, length), features_length), *features])
   data = data.tobytes()
