@@ -12,11 +12,8 @@ then `FastWordpieceTokenizer` (longest-match-first, the same algorithm as the or
 `WordpieceTokenizer`) over the words.
 """
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.core.pybinds import (
-    pywrap_fast_wordpiece_tokenizer_model_builder as fast_wordpiece_model_builder)
 
 from data import tokenization
 
@@ -87,15 +84,13 @@ class GraphTokenizer(tf.Module):
     self.repair_utf8 = repair_utf8
     self.vocab_size = len(vocab)
     self.unk_id = vocab["[UNK]"]
-    # Arguments: vocab, max_bytes_per_word, suffix_indicator, unknown_token, no_pretokenization,
-    # support_detokenization. A word of up to 200 characters has at most 800 UTF-8 bytes; longer
-    # words are replaced by [UNK] before this tokenizer sees them, so its byte limit never applies.
-    model = fast_wordpiece_model_builder.build_fast_wordpiece_model(
-        list(vocab), 4 * tokenization.MAX_INPUT_CHARS_PER_WORD, "##", "[UNK]", True, False)
-    # Given the model as bytes, the tokenizer makes its tensor from a list of 1.3 million Python
-    # ints (30 ms for BERT's vocab, every worker of `create_pretraining_data.py` paying it).
     self._wordpiece = tf_text.FastWordpieceTokenizer(
-        model_buffer=tf.constant(np.frombuffer(model, np.uint8)), token_out_type=tf.int64)
+        vocab=list(vocab), suffix_indicator="##",
+        # A word of up to 200 characters has at most 800 UTF-8 bytes; longer words are replaced
+        # by [UNK] before this tokenizer sees them, so its own byte limit never applies.
+        max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD,
+        token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=True,
+        support_detokenization=False)
 
   def _basic_words(self, texts):
     """Basic tokens of `texts`: `(words, flat_words, too_long)`, the string RaggedTensor
@@ -108,6 +103,12 @@ class GraphTokenizer(tf.Module):
         tokenization.MAX_INPUT_CHARS_PER_WORD)
     return words, tf.where(too_long, "[UNK]", words.flat_values), too_long
 
+  def _word_pieces(self, texts):
+    """int64 RaggedTensor [batch_size, (num_words), (num_pieces)] of the word-piece ids of
+    `texts`, word by word."""
+    words, flat_words, _ = self._basic_words(texts)
+    return words.with_flat_values(self._wordpiece.tokenize(flat_words))
+
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize_words(self, texts):
     """Tokenizes and keeps the word structure.
@@ -118,19 +119,18 @@ class GraphTokenizer(tf.Module):
     Returns:
       int64 RaggedTensor [batch_size, (num_words), (num_pieces)] of word-piece ids.
     """
-    words, flat_words, _ = self._basic_words(texts)
-    return words.with_flat_values(self._wordpiece.tokenize(flat_words))
+    return self._word_pieces(texts)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize(self, texts):
     """Returns int64 RaggedTensor [batch_size, (num_pieces)] of word-piece ids of `texts`."""
-    words, flat_words, _ = self._basic_words(texts)
-    pieces = self._wordpiece.tokenize(flat_words)
-    # The pieces of text i: those of its words, `words.row_splits[i]` to `[i + 1]`. Built
-    # unvalidated: `tokenize_words(texts).merge_dims(1, 2)` checks the splits it is given with
-    # asserts in `tf.cond`s, which took 0.2 of the 0.25 s of tracing this function.
+    pieces = self._word_pieces(texts)
+    # The pieces of text i: those of its words' pieces, `pieces.row_splits[i]` to `[i + 1]`.
+    # Joined unvalidated: `merge_dims(1, 2)` checks the splits it is given with asserts in
+    # `tf.cond`s, which took 0.2 of the 0.25 s of tracing this function.
     return tf.RaggedTensor.from_row_splits(
-        pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits), validate=False)
+        pieces.flat_values, tf.gather(pieces.values.row_splits, pieces.row_splits),
+        validate=False)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize_with_offsets(self, texts):

@@ -182,8 +182,9 @@ def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_id
                                     for values in _truncate(spans, max_seq_length - 3))
   a_length, b_length = a_end - a_start, b_end - b_start
   lengths = a_length + b_length + 3
-  input_ids = np.zeros((count, max_seq_length), np.int64)
-  segment_ids = np.zeros((count, max_seq_length), np.int64)
+  # Every row is written below.
+  input_ids = np.empty((count, max_seq_length), np.int64)
+  segment_ids = np.empty((count, max_seq_length), np.int64)
   position = np.arange(max_seq_length)[None, :]
   # Every position gathers from the ids followed by [CLS], [SEP] and padding: one gather, not
   # masked copies (callgrind: 633 M -> 592 M instructions to lay out and pack a shard).
