@@ -1,4 +1,4 @@
-"""Sentence and sentence-pair classification (and regression), as the original `run_classifier.py`.
+r"""Sentence and sentence-pair classification (and regression), as the original `run_classifier.py`.
 
 Reads a GLUE task, XNLI, or your own TSV/CSV files from `--data_dir`, writes `train.tf_record`,
 `eval.tf_record` and `predict.tf_record` into `--output_dir` in the original's format, fine-tunes
@@ -132,7 +132,7 @@ def main(argv):
     num_real, num_padding = classifier_features.write_records(
         path, examples, tokenizer, FLAGS.max_seq_length, kind, label_list, batch_size)
     logging.info("%s: %d examples + %d padding rows", path, num_real, num_padding)
-    return path, num_real
+    return path, num_real, num_real + num_padding
 
   files = {}
   if FLAGS.do_train:
@@ -166,7 +166,8 @@ def main(argv):
     dataset = input_pipeline.make_dataset([files[split_name][0]], spec, batch_size,
                                           is_training=False, drop_remainder=False,
                                           dynamic_padding=dynamic_padding)
-    return trainer.predict(dataset, keep_features=("label_ids", "is_real_example"))
+    return trainer.predict(dataset, keep_features=("label_ids", "is_real_example"),
+                           num_examples=files[split_name][2])
 
   if FLAGS.do_eval:
     logits, features = predict("eval", FLAGS.eval_batch_size)

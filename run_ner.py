@@ -1,4 +1,4 @@
-"""Named-entity recognition on CoNLL column files, in the style of the original's runners.
+r"""Named-entity recognition on CoNLL column files, in the style of the original's runners.
 
 Reads `train.txt` / `dev.txt` / `test.txt` from `--data_dir` (or `--train_file`, `--dev_file`,
 `--predict_file`): a token first and its tag last on each line, IOB1, IOB2 or IOBES. Each word's
@@ -137,7 +137,7 @@ def main(argv):
         [os.path.join(FLAGS.output_dir, f"{name}.tf_record")], spec, batch_size,
         is_training=False, drop_remainder=False, dynamic_padding=dynamic_padding,
         sequence_features=sequence_features)
-    outputs, _ = trainer.predict(dataset)
+    outputs, _ = trainer.predict(dataset, num_examples=len(windows[name]))
     tags = ner_features.predicted_tags(windows[name], sentences, outputs["predicted_ids"],
                                        label_list)
     if trainer.is_chief:

@@ -60,7 +60,7 @@ def test_relative_output_dir_gets_a_state_file_that_finds_its_checkpoints(tmp_pa
 
 
 def test_checkpoints_use_original_names_and_state_file(tmp_path, data_path):
-  trainer = _trainer(tmp_path, num_train_steps=7, keep_checkpoint_max=2)
+  trainer = _trainer(tmp_path, num_train_steps=7, keep_checkpoint_max=2, log_every_steps=2)
   result = trainer.train(_input_fn(data_path, 8))
   assert result["global_step"] == 7
   assert [step for step, _ in result["history"]] == list(range(1, 8))
@@ -80,14 +80,15 @@ def test_checkpoints_use_original_names_and_state_file(tmp_path, data_path):
   np.testing.assert_array_equal(values["toy/output/bias"],
                                 trainer.model_variables["toy/output/bias"].numpy())
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
-  # TensorBoard scalars, one point per loop; loops of 2 steps end at checkpoints (every 3).
+  # TensorBoard scalars, one point per log line: after the first step, every 2 steps and at the
+  # end (loops of at most 2 steps also end at the checkpoints, every 3, without a line).
   scalars = {}
   for event_file in tf.io.gfile.glob(str(tmp_path / "events.out.tfevents.*")):
     for event in tf.compat.v1.train.summary_iterator(event_file):
       for value in event.summary.value:
         scalars.setdefault(value.tag, []).append(event.step)
   for tag in ("loss", "learning_rate", "examples_per_second", "accuracy", "cross_entropy"):
-    assert scalars[tag] == [2, 3, 5, 6, 7], tag
+    assert scalars[tag] == [1, 2, 4, 6, 7], tag
 
 
 def test_resume_continues_weights_slots_and_step(tmp_path):

@@ -39,12 +39,13 @@ def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
   # Gradient accumulation on: it exercises the micro-batch loop on a BERT-sized graph.
   result = run_pretraining(tmp_path, "--do_train", "--do_eval", "--num_train_steps=40",
                            "--gradient_accumulation_steps=2",
-                           "--steps_per_loop=10", "--save_checkpoints_steps=20",
+                           "--log_every_steps=10", "--save_checkpoints_steps=20",
                            "--max_eval_steps=4")
   assert result.returncode == 0, result.stderr
   losses = [float(line.split("loss = ")[1].split(",")[0])
             for line in result.stderr.splitlines() if "] step " in line]
-  assert len(losses) == 4 and losses[-1] < 0.8 * losses[0], losses
+  # Lines after the first step, at steps 10, 20, 30 and 40.
+  assert len(losses) == 5 and losses[-1] < 0.8 * losses[0], losses
   results = scripts.read_eval_results(tmp_path / "out" / "eval_results.txt")
   assert set(results) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                           "next_sentence_accuracy", "next_sentence_loss"}
@@ -152,16 +153,17 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
   assert created.returncode == 0, created.stderr[-2000:]
   vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
   config = dict(TINY_CONFIG, vocab_size=vocab_size, hidden_size=128, intermediate_size=512)
-  result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=200", "--steps_per_loop=50",
+  result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=200", "--log_every_steps=50",
                            "--save_checkpoints_steps=200", "--train_batch_size=32",
                            "--num_warmup_steps=20", config=config, records=records)
   assert result.returncode == 0, result.stderr[-3000:]
-  loops = [line for line in result.stderr.splitlines() if "] step " in line]
+  lines = [line for line in result.stderr.splitlines() if "] step " in line]
 
   def value(line, name):
     return float(line.split(f"{name} = ")[1].split(",")[0])
 
-  assert len(loops) == 4
-  assert value(loops[-1], "masked_lm_loss") < 0.95 * value(loops[0], "masked_lm_loss"), loops
-  assert value(loops[-1], "masked_lm_accuracy") > value(loops[0], "masked_lm_accuracy")
-  assert value(loops[-1], "next_sentence_loss") < value(loops[0], "next_sentence_loss")
+  # Steps 1, 50, 100, 150, 200; the second line covers steps 2-50, the last 151-200.
+  assert len(lines) == 5
+  assert value(lines[-1], "masked_lm_loss") < 0.95 * value(lines[1], "masked_lm_loss"), lines
+  assert value(lines[-1], "masked_lm_accuracy") > value(lines[1], "masked_lm_accuracy")
+  assert value(lines[-1], "next_sentence_loss") < value(lines[1], "next_sentence_loss")

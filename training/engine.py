@@ -1,9 +1,10 @@
-"""The one training and evaluation loop of every runner (pretraining, classifier, SQuAD, NER).
+"""The one training and evaluation loop of every runner (pretraining, classifier, SQuAD, NER,
+multiple choice).
 
 `Trainer` builds the task's model, the optimizer (with its slots) and the loss scale inside the
 strategy scope, restores the latest checkpoint of `output_dir` (weights, slots, step) or warm-starts
-the weights from `init_checkpoint`, then runs `steps_per_loop` steps per call of a `tf.function` in
-which `strategy.run` executes each replica's step:
+the weights from `init_checkpoint`, then runs up to `steps_per_loop` steps per call of a
+`tf.function` in which `strategy.run` executes each replica's step:
 
   micro-batch loop (gradient accumulation) -> forward/backward (optionally XLA) -> all-reduce of the
   gradients -> [loss-scale check] -> clip + AdamWeightDecay/LAMB update.
@@ -11,9 +12,12 @@ which `strategy.run` executes each replica's step:
 Each replica's loss is divided by `num_replicas * gradient_accumulation_steps` before the gradient,
 so the summed gradients are those of the mean loss of the global batch and every replica applies the
 same update. Checkpoints go to `output_dir/model.ckpt-<step>` under the original variable names.
+A log line (step, loss, metrics, learning rate, examples/s, ETA) and the TensorBoard scalars come
+every `log_every_steps` steps and at least every `log_every_seconds`, whatever `steps_per_loop` is.
 """
 
 import dataclasses
+import math
 import os
 import shutil
 import tempfile
@@ -52,7 +56,9 @@ class RunConfig:
     num_train_steps: global step at which training ends.
     train_batch_size: examples per optimizer step over all replicas and micro-batches.
     eval_batch_size: examples per evaluation step over all replicas.
-    steps_per_loop: steps per call of the compiled loop (and per log line / summary).
+    steps_per_loop: at most this many steps per call of the compiled loop.
+    log_every_steps: a log line and the TensorBoard scalars at every multiple of this step.
+    log_every_seconds: the longest time between two log lines (see `Trainer.train`).
     save_checkpoints_steps: checkpoint period; a checkpoint is also written at the end.
     keep_checkpoint_max: checkpoints kept (0 keeps all).
     init_checkpoint: warm start (weights only) when output_dir has no checkpoint.
@@ -69,6 +75,8 @@ class RunConfig:
   train_batch_size: int = 32
   eval_batch_size: int = 8
   steps_per_loop: int = 1000
+  log_every_steps: int = 100
+  log_every_seconds: float = 60.0
   save_checkpoints_steps: int = 1000
   keep_checkpoint_max: int = 5
   init_checkpoint: str = None
@@ -286,13 +294,21 @@ class Trainer:
   def train(self, input_fn):
     """Trains until `num_train_steps`, resuming from output_dir's latest checkpoint.
 
+    A loop of the compiled function runs at most `steps_per_loop` steps and also ends at each
+    checkpoint, each multiple of `log_every_steps` and when `log_every_seconds` have passed since
+    the last log line (its length then comes from the previous loop's time per step, and is at
+    most twice the previous loop's; the first loop runs one step to measure it). A log line and the TensorBoard scalars follow the first
+    loop, every multiple of `log_every_steps`, the last step, and any loop that ends
+    `log_every_seconds` or more after the previous line; they cover every step since that line.
+
     Args:
       input_fn: `(tf.distribute.InputContext) -> tf.data.Dataset` of per-replica batches of
         `train_batch_size / num_replicas` examples, repeating (see `training.input_pipeline`).
 
     Returns:
-      dict with `global_step` (int), `loss` (mean of the last loop), `metrics` (dict of the last
-      loop's values) and `history` (list of (step, loss) for every step run by this call).
+      dict with `global_step` (int), `loss` (mean over the steps of the last log line),
+      `metrics` (dict of the same steps' values) and `history` (list of (step, loss) for every
+      step run by this call).
 
     Raises:
       NonFiniteLossError: naming the step; nothing is saved after the last good checkpoint.
@@ -312,15 +328,17 @@ class Trainer:
       self._train_loop = self._build_train_loop()
     iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
     writer, temp_dir = self._summary_writer()
-    first_step, start_time = step, time.time()
+    window = _LogWindow(self.task.metric_names)
+    last_loop = None
+    # The ETA's rate leaves out the first loop, whose time includes tracing the loop.
+    rate_origin = None
     try:
       while step < config.num_train_steps:
-        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-        num_steps = min(config.steps_per_loop, next_save - step, config.num_train_steps - step)
-        loop_start = time.time()
+        num_steps = self._loop_length(step, last_loop, window.seconds())
+        loop_start = time.monotonic()
         losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
         losses = losses.numpy()
-        elapsed = time.time() - loop_start
+        last_loop = (len(losses), time.monotonic() - loop_start)
         if not np.all(np.isfinite(losses)):
           bad = int(np.argmax(~np.isfinite(losses)))
           raise NonFiniteLossError(
@@ -328,10 +346,19 @@ class Trainer:
               f"last good checkpoint: {self.checkpoints.latest() or 'none'}")
         result["history"].extend((step + i + 1, float(l)) for i, l in enumerate(losses))
         step = int(self.global_step.numpy())
-        result.update(global_step=step, loss=float(np.mean(losses)),
-                      metrics={name: float(s / c) if c else float("nan")
-                               for name, (s, c) in metrics.items()})
-        self._log_and_summarize(writer, step, len(losses), elapsed, first_step, start_time, result)
+        window.add(losses, metrics)
+        if (rate_origin is None or step % config.log_every_steps == 0
+            or step >= config.num_train_steps or window.seconds() >= config.log_every_seconds):
+          eta = None
+          if rate_origin is not None and step > rate_origin[0]:
+            rate = (step - rate_origin[0]) / max(time.monotonic() - rate_origin[1], 1e-9)
+            eta = (config.num_train_steps - step) / rate
+          loss, metric_values = window.means()
+          result.update(global_step=step, loss=loss, metrics=metric_values)
+          self._log_and_summarize(writer, step, window, eta, loss, metric_values)
+          window = _LogWindow(self.task.metric_names)
+        if rate_origin is None:
+          rate_origin = (step, time.monotonic())
         if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
           self.checkpoints.save(step)
     finally:
@@ -340,24 +367,46 @@ class Trainer:
         shutil.rmtree(temp_dir, ignore_errors=True)
     return result
 
-  def _log_and_summarize(self, writer, step, num_steps, elapsed, first_step, start_time, result):
-    """One log line and the TensorBoard scalars of a finished loop."""
-    steps_per_second = num_steps / max(elapsed, 1e-9)
+  def _loop_length(self, step, last_loop, seconds_since_log):
+    """Steps of the next loop from global step `step` (see `train`).
+
+    Args:
+      step: the global step the loop starts from.
+      last_loop: (steps, seconds) of the previous loop, or None before the first.
+      seconds_since_log: time since the last log line (or the start).
+    """
+    config = self.config
+    if last_loop is None:
+      return 1
+    num_steps = min(config.steps_per_loop,
+                    _steps_to_next_multiple(step, config.save_checkpoints_steps),
+                    _steps_to_next_multiple(step, config.log_every_steps),
+                    config.num_train_steps - step)
+    last_steps, last_seconds = last_loop
+    seconds_left = max(config.log_every_seconds - seconds_since_log, 0.0)
+    steps_until_due = math.ceil(seconds_left * last_steps / max(last_seconds, 1e-9))
+    # At most twice the last loop: one fast loop (e.g. on prefetched batches) must not plan a
+    # loop that runs far past the log line it is due.
+    return max(1, min(num_steps, steps_until_due, 2 * last_steps))
+
+  def _log_and_summarize(self, writer, step, window, eta, loss, metric_values):
+    """One log line and the TensorBoard scalars of the steps in `window`."""
+    seconds = max(window.seconds(), 1e-9)
+    steps_per_second = window.num_steps / seconds
     examples_per_second = steps_per_second * self.config.train_batch_size
-    overall_rate = (step - first_step) / max(time.time() - start_time, 1e-9)
-    eta = (self.config.num_train_steps - step) / max(overall_rate, 1e-9)
     # The rate of the last step taken, as the original's schedule evaluates it.
     learning_rate = float(self.optimizer.current_learning_rate(self.global_step - 1).numpy())
-    metric_text = "".join(f", {name} = {value:.6g}" for name, value in result["metrics"].items())
-    logging.info("step %d/%d: loss = %.6g%s, lr = %.4g, steps/s = %.3g, examples/s = %.4g, ETA %s",
-                 step, self.config.num_train_steps, result["loss"], metric_text, learning_rate,
-                 steps_per_second, examples_per_second, progress.format_duration(eta))
+    metric_text = "".join(f", {name} = {value:.6g}" for name, value in metric_values.items())
+    eta_text = f", ETA {progress.format_duration(eta)}" if eta is not None else ""
+    logging.info("step %d/%d: loss = %.6g%s, lr = %.4g, steps/s = %.3g, examples/s = %.4g%s",
+                 step, self.config.num_train_steps, loss, metric_text, learning_rate,
+                 steps_per_second, examples_per_second, eta_text)
     with writer.as_default(step=step):
-      tf.summary.scalar("loss", result["loss"])
+      tf.summary.scalar("loss", loss)
       tf.summary.scalar("learning_rate", learning_rate)
       tf.summary.scalar("examples_per_second", examples_per_second)
       tf.summary.scalar("global_step/sec", steps_per_second)
-      for name, value in result["metrics"].items():
+      for name, value in metric_values.items():
         tf.summary.scalar(name, value)
       if self.loss_scale is not None:
         tf.summary.scalar("loss_scale", self.loss_scale.scale.read_value())
@@ -387,6 +436,7 @@ class Trainer:
     sums = {name: 0.0 for name in self.task.metric_names}
     counts = dict(sums)
     num_batches = 0
+    bar = progress.Progress(total=max_eval_steps, unit="batches evaluated")
     for features in self.strategy.distribute_datasets_from_function(input_fn):
       if max_eval_steps is not None and num_batches >= max_eval_steps:
         break
@@ -397,6 +447,8 @@ class Trainer:
         sums[name] += float(s)
         counts[name] += float(c)
       num_batches += 1
+      bar.update()
+    bar.close()
     if not num_batches:
       raise ConfigError("the evaluation input holds no complete batch")
     results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
@@ -465,6 +517,37 @@ class Trainer:
     if not batches:
       raise ConfigError("the prediction input holds no example")
     return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays, axis=0), *batches)
+
+
+def _steps_to_next_multiple(step, period):
+  return (step // period + 1) * period - step
+
+
+class _LogWindow:
+  """The losses and metric sums of the training steps since the last log line, and their time."""
+
+  def __init__(self, metric_names):
+    self.start = time.monotonic()
+    self.num_steps = 0
+    self.loss_sum = 0.0
+    self.metric_sums = {name: [0.0, 0.0] for name in metric_names}
+
+  def seconds(self):
+    return time.monotonic() - self.start
+
+  def add(self, losses, metrics):
+    """Adds a loop's `[steps]` losses and its dict name -> (sum, count) tensors."""
+    self.num_steps += len(losses)
+    self.loss_sum += float(np.sum(losses))
+    for name, (total, count) in metrics.items():
+      self.metric_sums[name][0] += float(total)
+      self.metric_sums[name][1] += float(count)
+
+  def means(self):
+    """Returns (mean loss per step, dict name -> metric value) of the window."""
+    return self.loss_sum / max(self.num_steps, 1), {
+        name: total / count if count else float("nan")
+        for name, (total, count) in self.metric_sums.items()}
 
 
 def _local_results(strategy, per_replica_structure):

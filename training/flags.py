@@ -6,6 +6,9 @@ The original's TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_projec
 `--num_tpu_cores`) and `--iterations_per_loop` keep working.
 """
 
+import functools
+import inspect
+
 from absl import flags
 import tensorflow as tf
 
@@ -16,6 +19,27 @@ from training import input_pipeline
 from training import mixed_precision
 
 
+# Flag name -> title of its group in the runners' --help (see `training.cli`).
+HELP_GROUP_OF_FLAG = {}
+
+
+def _help_group(title):
+  """Decorates a `define_*` function: the flags it defines are listed under `title` in --help."""
+  def decorate(define):
+    signature = inspect.signature(define)
+
+    @functools.wraps(define)
+    def define_and_record(*args, **kwargs):
+      flag_values = signature.bind(*args, **kwargs).arguments.get("flag_values", flags.FLAGS)
+      before = set(flag_values)
+      define(*args, **kwargs)
+      for name in set(flag_values) - before:
+        HELP_GROUP_OF_FLAG[name] = title
+    return define_and_record
+  return decorate
+
+
+@_help_group("Distribution: GPUs, hosts, TPU")
 def define_distribution_flags(flag_values=flags.FLAGS):
   """--distribution_strategy, --num_gpus, --tpu and the original's TPU flags."""
   fv = {"flag_values": flag_values}
@@ -37,6 +61,7 @@ def define_distribution_flags(flag_values=flags.FLAGS):
                        "Original flag: TPU cores; the TPU's own count is used.", **fv)
 
 
+@_help_group("Speed: mixed precision, XLA, accumulation")
 def define_speed_flags(flag_values=flags.FLAGS):
   """--mixed_precision, --jit_compile, --gradient_accumulation_steps, --steps_per_loop."""
   fv = {"flag_values": flag_values}
@@ -48,11 +73,24 @@ def define_speed_flags(flag_values=flags.FLAGS):
                        "Micro-batches per optimizer step; the train batch size stays the number "
                        "of examples per step and must be divisible by replicas * this.", **fv)
   flags.DEFINE_integer("steps_per_loop", 1000,
-                       "Steps per call of the compiled training loop (also the logging period).",
-                       **fv)
+                       "At most this many steps per call of the compiled training loop (a call "
+                       "also ends at each log line and checkpoint); larger saves host round "
+                       "trips on TPU.", **fv)
   flags.DEFINE_alias("iterations_per_loop", "steps_per_loop", **fv)
 
 
+@_help_group("Progress: log lines and TensorBoard")
+def define_logging_flags(flag_values=flags.FLAGS):
+  """--log_every_steps, --log_every_seconds."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_integer("log_every_steps", 100,
+                       "Log a training line (step, loss, learning rate, examples/s, ETA) and "
+                       "write the TensorBoard scalars every this many steps.", **fv)
+  flags.DEFINE_float("log_every_seconds", 60.0,
+                     "Also log at least this often (seconds), whatever --log_every_steps says.", **fv)
+
+
+@_help_group("Output and checkpoints")
 def define_checkpoint_flags(flag_values=flags.FLAGS):
   """--output_dir, --init_checkpoint, --save_checkpoints_steps, --keep_checkpoint_max."""
   fv = {"flag_values": flag_values}
@@ -66,6 +104,7 @@ def define_checkpoint_flags(flag_values=flags.FLAGS):
                        "Checkpoints kept in output_dir (0 keeps all).", **fv)
 
 
+@_help_group("Reproducibility")
 def define_seed_flag(flag_values=flags.FLAGS):
   """--seed."""
   flags.DEFINE_integer("seed", None,
@@ -76,6 +115,7 @@ def define_seed_flag(flag_values=flags.FLAGS):
                        "anew.", flag_values=flag_values)
 
 
+@_help_group("Optimizer")
 def define_optimizer_flags(flag_values=flags.FLAGS):
   """--optimizer."""
   flags.DEFINE_enum("optimizer", "adamw", optimization.OPTIMIZER_TYPES,
@@ -83,12 +123,14 @@ def define_optimizer_flags(flag_values=flags.FLAGS):
                     flag_values=flag_values)
 
 
+@_help_group("Input")
 def define_input_flags(flag_values=flags.FLAGS):
   """--input_compression."""
   flags.DEFINE_enum("input_compression", "none", sorted(input_pipeline.COMPRESSION_TYPES),
                     "Compression of the input TFRecord files.", flag_values=flag_values)
 
 
+@_help_group("Input")
 def define_padding_flags(flag_values=flags.FLAGS):
   """--dynamic_padding (fine-tuning runners)."""
   flags.DEFINE_bool("dynamic_padding", None,
@@ -104,6 +146,7 @@ def dynamic_padding_from_flags(flag_values, strategy):
   return flag_values.dynamic_padding
 
 
+@_help_group("Model files, what to do, batch sizes, schedule")
 def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_eval=True,
                              flag_values=flags.FLAGS):
   """The original fine-tuning runners' flags: model files, sequence length, what to do, batch
@@ -131,6 +174,7 @@ def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_e
                      "Fraction of the training steps with a linear learning-rate warmup.", **fv)
 
 
+@_help_group("Export for TensorFlow Serving")
 def define_export_flags(flag_values=flags.FLAGS):
   """--export_dir, --export_version (fine-tuning runners)."""
   fv = {"flag_values": flag_values}
@@ -146,10 +190,11 @@ def define_export_flags(flag_values=flags.FLAGS):
 
 
 def define_engine_flags(flag_values=flags.FLAGS):
-  """The groups every runner of the training engine has: distribution, speed, checkpoints,
-  optimizer."""
+  """The groups every runner of the training engine has: distribution, speed, logging,
+  checkpoints, seed, optimizer."""
   define_distribution_flags(flag_values)
   define_speed_flags(flag_values)
+  define_logging_flags(flag_values)
   define_checkpoint_flags(flag_values)
   define_seed_flag(flag_values)
   define_optimizer_flags(flag_values)
@@ -185,6 +230,12 @@ def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_b
                      f"{flag_values.save_checkpoints_steps}")
   if flag_values.steps_per_loop <= 0:
     raise engine.ConfigError(f"--steps_per_loop must be positive, got {flag_values.steps_per_loop}")
+  if flag_values.log_every_steps <= 0:
+    raise engine.ConfigError(f"--log_every_steps must be positive, got "
+                             f"{flag_values.log_every_steps}")
+  if flag_values.log_every_seconds <= 0:
+    raise engine.ConfigError(f"--log_every_seconds must be positive, got "
+                             f"{flag_values.log_every_seconds}")
   if flag_values.gradient_accumulation_steps <= 0:
     raise engine.ConfigError(f"--gradient_accumulation_steps must be positive, got "
                      f"{flag_values.gradient_accumulation_steps}")
@@ -194,6 +245,8 @@ def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_b
       train_batch_size=train_batch_size,
       eval_batch_size=eval_batch_size,
       steps_per_loop=flag_values.steps_per_loop,
+      log_every_steps=flag_values.log_every_steps,
+      log_every_seconds=flag_values.log_every_seconds,
       save_checkpoints_steps=flag_values.save_checkpoints_steps,
       keep_checkpoint_max=flag_values.keep_checkpoint_max,
       init_checkpoint=flag_values.init_checkpoint,
