@@ -1,4 +1,4 @@
-"""Converts BERT weights between HuggingFace directories and the original release's layout.
+r"""Converts BERT weights between HuggingFace directories and the original release's layout.
 
 Examples:
   python convert_checkpoint.py --direction=hf_to_bert --input_dir=all-MiniLM-L6-v2 \

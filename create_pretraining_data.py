@@ -1,4 +1,4 @@
-"""Creates masked-LM / next-sentence pretraining TFRecords, as the original script, in parallel.
+r"""Creates masked-LM / next-sentence pretraining TFRecords, as the original script, in parallel.
 
 Input: text files with one sentence per line and a blank line between documents. Output:
 `tf.train.Example` records with the original seven features, plus `<output>.stats.json`.

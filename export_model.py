@@ -1,4 +1,4 @@
-"""Exports a pretrained BERT checkpoint as a SavedModel feature extractor for TensorFlow Serving.
+r"""Exports a pretrained BERT checkpoint as a SavedModel feature extractor for TensorFlow Serving.
 
 The checkpoint is `run_pretraining.py`'s (its `--output_dir` or one `model.ckpt-N`), a released
 `bert_model.ckpt`, or a HuggingFace model converted by `convert_checkpoint.py`. The export, at

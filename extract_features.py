@@ -1,4 +1,4 @@
-"""Extracts per-token activations of chosen encoder layers, as the original `extract_features.py`.
+r"""Extracts per-token activations of chosen encoder layers, as the original `extract_features.py`.
 
 Each input line is `text_a ||| text_b` or a single text. Each output line is the original's JSON:
 `{"linex_index": <line number>, "features": [{"token": ..., "layers": [{"index": <layer>,

@@ -6,13 +6,13 @@ Example:
 
 import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from data import file_patterns
 from data import text_files
 from data import vocab_learning
+from training import cli
 
 FLAGS = flags.FLAGS
 
@@ -55,4 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -1,4 +1,4 @@
-"""Multiple choice (SWAG and your own JSON lines) in the style of the original's runners.
+r"""Multiple choice (SWAG and your own JSON lines) in the style of the original's runners.
 
 Each example is a context and N candidate continuations. Every (context, choice) pair is encoded as
 `[CLS] context [SEP] choice [SEP]`, the pooled output of each pair is scored by one learned vector,

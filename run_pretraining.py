@@ -1,4 +1,4 @@
-"""Masked-LM and next-sentence pretraining, as the original `run_pretraining.py`.
+r"""Masked-LM and next-sentence pretraining, as the original `run_pretraining.py`.
 
 Reads the TFRecords of `create_pretraining_data.py`, trains on one device, several GPUs, several
 hosts or a TPU through one custom training loop, checkpoints in the original variable names into

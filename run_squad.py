@@ -1,4 +1,4 @@
-"""Extractive question answering on SQuAD v1.1 / v2.0, as the original `run_squad.py`.
+r"""Extractive question answering on SQuAD v1.1 / v2.0, as the original `run_squad.py`.
 
 Reads the official nested JSON, writes `train.tf_record` / `eval.tf_record` into `--output_dir`
 in the original's format (question + sliding windows over the context), fine-tunes through the

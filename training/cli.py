@@ -1,9 +1,11 @@
-"""Entry point of the runners: an absl app whose bad-input errors end in one line, exit status 1."""
+"""Entry point of the runners: an absl app whose bad-input errors end in one line, exit status 1,
+and whose --help lists every flag the script accepts, grouped."""
 
 import os
 import sys
 
 from absl import app
+from absl import flags
 
 from data import file_patterns
 from data import tokenization
@@ -13,6 +15,7 @@ from modeling import hf_conversion
 from serving import saved_model_export
 from training import distribution
 from training import engine
+from training import flags as training_flags
 
 
 class UsageError(ValueError):
@@ -32,12 +35,73 @@ USER_ERRORS = (
 )
 
 
+HELP_ARGUMENTS = ("-h", "-?", "-help", "--help", "-helpshort", "--helpshort")
+
+# Titles of the groups of flags that absl and TensorFlow define themselves, listed last.
+ABSL_GROUP = "absl: flag files (--flagfile), logging, help"
+TENSORFLOW_GROUP = "TensorFlow's own (rarely needed)"
+
+
 def run(main):
   """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for
-  `USER_ERRORS` (bad flags, files, checkpoints, TPU address, or a diverged loss)."""
+  `USER_ERRORS` (bad flags, files, checkpoints, TPU address, or a diverged loss), and the
+  grouped `help_text()` for -h / --help."""
   def main_with_clear_errors(argv):
     try:
       return main(argv)
     except USER_ERRORS as error:
       sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
-  app.run(main_with_clear_errors)
+  app.run(main_with_clear_errors, flags_parser=_parse_flags_or_print_help)
+
+
+def _parse_flags_or_print_help(argv):
+  arguments = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+  if any(argument in HELP_ARGUMENTS for argument in arguments):
+    sys.stdout.write(help_text())
+    sys.exit(0)
+  return app.parse_flags_with_usage(argv)
+
+
+def help_text(flag_values=flags.FLAGS):
+  """The main module's docstring, then every flag of `flag_values` in groups: the script's own
+  flags, the shared groups of `training.flags` in the order they were defined, any other module's,
+  then absl's and TensorFlow's own. (absl's --help lists only the script's own flags.)"""
+  script = sys.argv[0]
+  groups = {f"{os.path.basename(script)}": []}
+  groups.update((title, []) for title in dict.fromkeys(training_flags.HELP_GROUP_OF_FLAG.values()))
+  for module, module_flags in flag_values.flags_by_module_dict().items():
+    for flag in module_flags:
+      if flag.name in training_flags.HELP_GROUP_OF_FLAG:
+        title = training_flags.HELP_GROUP_OF_FLAG[flag.name]
+      elif module == script:
+        title = os.path.basename(script)
+      elif module.startswith("absl."):
+        title = ABSL_GROUP
+      elif module.startswith("tensorflow."):
+        title = TENSORFLOW_GROUP
+      else:
+        title = module
+      groups.setdefault(title, [])
+      if flag not in groups[title]:
+        groups[title].append(flag)
+  for title in (ABSL_GROUP, TENSORFLOW_GROUP):
+    groups[title] = groups.pop(title, [])
+  lines = [(sys.modules["__main__"].__doc__ or f"USAGE: {script} [flags]\n").rstrip() + "\n"]
+  for title, group_flags in groups.items():
+    if group_flags:
+      lines.append(f"\n{title}:")
+      lines.extend(_flag_help(flag) for flag in sorted(group_flags, key=lambda f: f.name))
+  return "\n".join(lines) + "\n"
+
+
+def _flag_help(flag):
+  """One flag's entry, as absl's --help writes it."""
+  name = f"--[no]{flag.name}" if flag.boolean else f"--{flag.name}"
+  if flag.short_name:
+    name = f"-{flag.short_name},{name}"
+  text = flags.text_wrap(f"{name}: {flag.help or ''}", indent="    ", firstline_indent="  ")
+  if flag.default_as_str:
+    text += "\n" + flags.text_wrap(f"(default: {flag.default_as_str})", indent="    ")
+  if flag.parser.syntactic_help:
+    text += "\n" + flags.text_wrap(f"({flag.parser.syntactic_help})", indent="    ")
+  return text
