@@ -42,7 +42,7 @@ rm -rf "$DEMO_DIR/pretraining_output"
   --output_dir="$DEMO_DIR/pretraining_output" --bert_config_file="$DEMO_DIR/bert_config.json" \
   --do_train --do_eval --max_seq_length=64 --max_predictions_per_seq=10 \
   --train_batch_size=32 --eval_batch_size=32 --num_train_steps=400 --num_warmup_steps=40 \
-  --learning_rate=1e-3 --steps_per_loop=100 --save_checkpoints_steps=200 \
+  --learning_rate=1e-3 --save_checkpoints_steps=200 \
   --distribution_strategy=one_device --alsologtostderr=false
 cat "$DEMO_DIR/pretraining_output/eval_results.txt"
 
@@ -93,13 +93,22 @@ PY
 
 stage "7. Fine-tune the pretrained model to classify the topic of a sentence (nature, food, craft)"
 rm -rf "$DEMO_DIR/classifier_output"
-"$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
-  --text_a_column=sentence --label_column=label --vocab_file="$DEMO_DIR/vocab.txt" \
-  --bert_config_file="$DEMO_DIR/bert_config.json" \
+echo "Its settings are kept in a flag file, $DEMO_DIR/classifier.flags (--flagfile):"
+cat > "$DEMO_DIR/classifier.flags" <<FLAGS
+--task_name=tsv
+--data_dir=samples/classification
+--text_a_column=sentence
+--label_column=label
+--vocab_file=$DEMO_DIR/vocab.txt
+--bert_config_file=$DEMO_DIR/bert_config.json
+--max_seq_length=64
+--distribution_strategy=one_device
+FLAGS
+sed 's/^/  /' "$DEMO_DIR/classifier.flags"
+"$PYTHON" run_classifier.py --flagfile="$DEMO_DIR/classifier.flags" \
   --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/classifier_output" \
-  --do_train --do_eval --do_predict --max_seq_length=64 --train_batch_size=8 \
-  --num_train_epochs=10 --learning_rate=5e-4 --steps_per_loop=26 \
-  --distribution_strategy=one_device --alsologtostderr=false
+  --do_train --do_eval --do_predict --train_batch_size=8 --num_train_epochs=10 \
+  --learning_rate=5e-4 --log_every_steps=26 --alsologtostderr=false
 cat "$DEMO_DIR/classifier_output/eval_results.txt"
 "$PYTHON" - "$DEMO_DIR/classifier_output" <<'PY'
 import sys
@@ -118,7 +127,7 @@ rm -rf "$DEMO_DIR/ner_output"
   --bert_config_file="$DEMO_DIR/bert_config.json" \
   --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/ner_output" \
   --do_train --do_eval --do_predict --max_seq_length=32 --train_batch_size=8 \
-  --num_train_epochs=40 --learning_rate=1e-3 --steps_per_loop=40 \
+  --num_train_epochs=40 --learning_rate=1e-3 \
   --distribution_strategy=one_device --alsologtostderr=false
 grep -E "^(precision|recall|f1|token_accuracy) " "$DEMO_DIR/ner_output/eval_results.txt"
 echo "predictions.txt (word, gold tag, predicted tag):"
@@ -131,7 +140,7 @@ rm -rf "$DEMO_DIR/squad_output"
   --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
   --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/squad_output" \
   --do_train --do_predict --max_seq_length=64 --doc_stride=24 --max_query_length=16 \
-  --train_batch_size=8 --num_train_epochs=150 --learning_rate=5e-4 --steps_per_loop=100 \
+  --train_batch_size=8 --num_train_epochs=150 --learning_rate=5e-4 \
   --distribution_strategy=one_device --alsologtostderr=false
 "$PYTHON" - "$DEMO_DIR/squad_output" <<'PY'
 import json, sys
@@ -179,7 +188,7 @@ rm -rf "$DEMO_DIR/multiple_choice_output" "$DEMO_DIR/multiple_choice_export"
   --init_checkpoint="$DEMO_DIR/pretraining_output" \
   --output_dir="$DEMO_DIR/multiple_choice_output" --do_train --do_eval --do_predict \
   --max_seq_length=64 --train_batch_size=8 --num_train_epochs=10 --learning_rate=5e-4 \
-  --steps_per_loop=52 --export_dir="$DEMO_DIR/multiple_choice_export" --export_version=1 \
+  --export_dir="$DEMO_DIR/multiple_choice_export" --export_version=1 \
   --distribution_strategy=one_device --alsologtostderr=false
 cat "$DEMO_DIR/multiple_choice_output/eval_results.txt"
 "$PYTHON" - "$DEMO_DIR/multiple_choice_output" <<'PY'
@@ -210,11 +219,9 @@ PY
 
 stage "11. Export the topic classifier for TensorFlow Serving and ask the export in a new process"
 rm -rf "$DEMO_DIR/export"
-"$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification \
-  --vocab_file="$DEMO_DIR/vocab.txt" --bert_config_file="$DEMO_DIR/bert_config.json" \
-  --output_dir="$DEMO_DIR/classifier_output" --max_seq_length=64 \
-  --export_dir="$DEMO_DIR/export" --export_version=1 \
-  --distribution_strategy=one_device --alsologtostderr=false
+"$PYTHON" run_classifier.py --flagfile="$DEMO_DIR/classifier.flags" \
+  --output_dir="$DEMO_DIR/classifier_output" --export_dir="$DEMO_DIR/export" --export_version=1 \
+  --alsologtostderr=false
 ls "$DEMO_DIR/export/1"
 "$PYTHON" - "$DEMO_DIR/export/1" <<'PY'
 import sys
