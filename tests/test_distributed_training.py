@@ -103,7 +103,13 @@ def test_two_replicas_give_the_same_losses_as_one_device(tmp_path):
       assert run["eval"] == pytest.approx(reference["eval"], rel=1e-4)
 
 
-def test_two_workers_train_in_lockstep(tmp_path):
+@pytest.mark.parametrize("worker_1_flags", [
+    [],
+    # Worker 1 plans other loop lengths than worker 0 (as two clocks can): both must run worker
+    # 0's, or their all-reduces would pair up across different loops.
+    ["--max_loop_length=1"],
+])
+def test_two_workers_train_in_lockstep(tmp_path, worker_1_flags):
   # Two files, read through the glob below.
   for i in range(2):
     toy_task.write_records(tmp_path / f"toy-{i}.tfrecord", 32, seed=i)
@@ -120,6 +126,8 @@ def test_two_workers_train_in_lockstep(tmp_path):
             "--distribution_strategy=multi_worker_mirrored", "--train_batch_size=8",
             "--num_train_steps=6", "--save_checkpoints_steps=3", "--steps_per_loop=3",
             "--keep_checkpoint_max=0", "--do_eval", "--max_eval_steps=2"]
+    if index == 1:
+      args += worker_1_flags
     processes.append(subprocess.Popen(
         [sys.executable, str(TOY_RUNNER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=_env(TF_CONFIG=tf_config, TMPDIR=str(worker_tmp)), cwd=REPO_ROOT))

@@ -34,6 +34,8 @@ flags.DEFINE_bool("do_eval", False, "Evaluate after training.")
 flags.DEFINE_string("result_file", None, "JSON output of this process.")
 flags.DEFINE_integer("sigkill_after_checkpoint", None,
                      "Test hook: SIGKILL this process right after writing this step's checkpoint.")
+flags.DEFINE_integer("max_loop_length", None,
+                     "Test hook: this process plans training loops of at most this many steps.")
 flags.mark_flags_as_required(["input_file", "output_dir", "result_file"])
 
 FLAGS = flags.FLAGS
@@ -51,9 +53,16 @@ def _install_kill_hook(step_to_kill):
   checkpointing.CheckpointManager.save = save_then_maybe_die
 
 
+def _install_loop_length_hook(max_steps):
+  plan = engine.Trainer._loop_length
+  engine.Trainer._loop_length = lambda *args: min(max_steps, plan(*args))
+
+
 def main(_):
   if FLAGS.sigkill_after_checkpoint is not None:
     _install_kill_hook(FLAGS.sigkill_after_checkpoint)
+  if FLAGS.max_loop_length is not None:
+    _install_loop_length_hook(FLAGS.max_loop_length)
   strategy = distribution.strategy_from_flags(FLAGS)
   config = training_flags.run_config_from_flags(
       FLAGS, FLAGS.num_train_steps, FLAGS.train_batch_size, FLAGS.eval_batch_size)

@@ -297,8 +297,9 @@ class Trainer:
     A loop of the compiled function runs at most `steps_per_loop` steps and also ends at each
     checkpoint, each multiple of `log_every_steps` and when `log_every_seconds` have passed since
     the last log line (its length then comes from the previous loop's time per step, and is at
-    most twice the previous loop's; the first loop runs one step to measure it). A log line and the TensorBoard scalars follow the first
-    loop, every multiple of `log_every_steps`, the last step, and any loop that ends
+    most twice the previous loop's; the first loop runs one step to measure it; with several
+    workers, the length replica 0's worker chose). A log line and the TensorBoard scalars follow
+    the first loop, every multiple of `log_every_steps`, the last step, and any loop that ends
     `log_every_seconds` or more after the previous line; they cover every step since that line.
 
     Args:
@@ -334,7 +335,8 @@ class Trainer:
     rate_origin = None
     try:
       while step < config.num_train_steps:
-        num_steps = self._loop_length(step, last_loop, window.seconds())
+        num_steps = self._same_on_every_worker(
+            self._loop_length(step, last_loop, window.seconds()))
         loop_start = time.monotonic()
         losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
         losses = losses.numpy()
@@ -388,6 +390,22 @@ class Trainer:
     # At most twice the last loop: one fast loop (e.g. on prefetched batches) must not plan a
     # loop that runs far past the log line it is due.
     return max(1, min(num_steps, steps_until_due, 2 * last_steps))
+
+  def _same_on_every_worker(self, num_steps):
+    """Replica 0's `num_steps` on every worker of a multi-worker strategy, `num_steps` elsewhere.
+
+    Each worker sizes its loops by its own clock, but all must run the same steps per call of
+    the loop: their all-reduces pair up step by step.
+    """
+    if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+      return num_steps
+
+    def replica_value():
+      is_first = tf.distribute.get_replica_context().replica_id_in_sync_group == 0
+      return tf.where(is_first, num_steps, 0)
+
+    return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                    self.strategy.run(replica_value), axis=None))
 
   def _log_and_summarize(self, writer, step, window, eta, loss, metric_values):
     """One log line and the TensorBoard scalars of the steps in `window`."""
