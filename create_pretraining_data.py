@@ -1,7 +1,8 @@
 r"""Creates masked-LM / next-sentence pretraining TFRecords, as the original script, in parallel.
 
 Input: text files with one sentence per line and a blank line between documents. Output:
-`tf.train.Example` records with the original seven features, plus `<output>.stats.json`.
+`tf.train.Example` records with the original seven features, plus `_<output name>.stats.json`
+beside the first output (a name that `--input_file=<output>*` does not match).
 
 Example:
   python create_pretraining_data.py --input_file='corpus/*.txt' \
@@ -134,9 +135,9 @@ def main(argv):
         start_method=_worker_start_method())
   except pretraining_data_writer.NoDocumentsError as error:
     raise cli.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
-  logging.info("Wrote %d instances from %d documents to %d file(s) in %.1f s; statistics in "
-               "%s.stats.json", stats["instances"], stats["documents"], len(outputs),
-               stats["seconds"], outputs[0])
+  logging.info("Wrote %d instances from %d documents to %d file(s) in %.1f s; statistics in %s",
+               stats["instances"], stats["documents"], len(outputs), stats["seconds"],
+               pretraining_data_writer.stats_path(outputs[0]))
 
 
 if __name__ == "__main__":

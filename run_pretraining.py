@@ -51,7 +51,7 @@ def check_flags(bert_config):
         f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
         f"{bert_config.max_position_embeddings} of {FLAGS.bert_config_file}")
   for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
-               "eval_batch_size", "num_train_steps"):
+               "eval_batch_size", "num_train_steps", "learning_rate"):
     if FLAGS[name].value <= 0:
       raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
   if FLAGS.num_warmup_steps < 0:

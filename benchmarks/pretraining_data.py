@@ -37,6 +37,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from data import pretraining_data_writer  # pylint: disable=g-import-not-at-top
 from data import wikitext  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
@@ -174,7 +175,7 @@ def main(argv):
           f"--shard_documents={FLAGS.shard_documents}"]
       seconds, peak_rss, log = run_measured(command)
       instances = int(log.split("Wrote ")[1].split(" ")[0])
-      with open(f"{output}.stats.json", encoding="utf-8") as stats:
+      with open(pretraining_data_writer.stats_path(output), encoding="utf-8") as stats:
         work_seconds = json.load(stats)["seconds"]
       _, peak_pss, _ = run_measured(command, measure="pss")
       return Run(f"this project, {FLAGS.num_workers} workers", times, seconds, work_seconds,

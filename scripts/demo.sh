@@ -27,7 +27,7 @@ stage "3. Create pretraining data (masked LM + next sentence) from the sample co
     f\"{s['instances']} instances from {s['documents']} documents, \"
     f\"{s['masked_fraction_of_tokens']:.1%} of tokens masked, \"
     f\"{s['random_next_fraction']:.1%} random next sentences\")" \
-  "$DEMO_DIR/pretraining_data.tfrecord.stats.json"
+  "$DEMO_DIR/_pretraining_data.tfrecord.stats.json"
 
 stage "4. Pretrain a tiny BERT on it until it has learned its own training data"
 "$PYTHON" - "$DEMO_DIR" <<'PY'

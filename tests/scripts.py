@@ -18,7 +18,7 @@ def run_script(script, *flags, timeout=None):
                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout)
 
 
-def run_python(code, *args, cwd=None):
+def run_python(code, *args, cwd=None, timeout=None):
   """Runs `python -c <code> <args>` in a fresh process (e.g. to load an export as a server
   would, with nothing of the test's process) and asserts that it succeeded.
 
@@ -26,12 +26,13 @@ def run_python(code, *args, cwd=None):
     code: the program.
     *args: its `sys.argv[1:]` (paths may be `pathlib.Path`).
     cwd: its working directory (default: the test's).
+    timeout: seconds after which it is killed and the test fails (default: none).
 
   Returns:
     its stdout.
   """
   result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd)
+                          text=True, cwd=cwd, timeout=timeout)
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout
 

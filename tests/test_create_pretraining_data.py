@@ -3,6 +3,7 @@
 import collections
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -63,7 +64,7 @@ def test_records_have_the_original_schema_and_invariants(tmp_path, sample_vocab)
   assert abs(sizes[0] - sizes[1]) <= 1  # round-robin over the outputs
 
   records = read_records(outputs)
-  stats = json.loads((tmp_path / "a.tfrecord.stats.json").read_text())
+  stats = json.loads((tmp_path / "_a.tfrecord.stats.json").read_text())
   assert stats["instances"] == len(records["input_ids"]) == sum(sizes)
   for ids, mask, segments, positions, labels, weights in zip(
       records["input_ids"], records["input_mask"], records["segment_ids"],
@@ -134,7 +135,7 @@ def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample
   three = create(tmp_path / "three", sample_vocab, *sharded, outputs=("a", "b", "c"))
   gzipped = create(tmp_path / "gzip", sample_vocab, *sharded, "--gzip", outputs=("a", "b", "c"))
   records = [record.numpy() for record in tf.data.TFRecordDataset(str(one))]
-  stats = json.loads((tmp_path / "one" / "out.tfrecord.stats.json").read_text())
+  stats = json.loads((tmp_path / "one" / "_out.tfrecord.stats.json").read_text())
   assert stats["documents"] > 9 and len(records) % 3  # Several shards, not a multiple of 3.
   for index, (plain, compressed) in enumerate(zip(three, gzipped)):
     assert [r.numpy() for r in tf.data.TFRecordDataset(str(plain))] == records[index::3]
@@ -142,36 +143,49 @@ def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample
         str(compressed), compression_type="GZIP")] == records[index::3]
 
 
-# Workers forked as by the script; the shard with index 2 fails in its worker.
+# Workers forked as by the script; the shard with index 2 fails in its worker: it raises, or its
+# process is killed (as by the out-of-memory killer), by the mode in argv[5].
 FAILING_SHARD = """
+import os
+import signal
 import sys
 import tempfile
+import time
 from data import pretraining_data_writer as writer
 tempfile.tempdir = sys.argv[4]
 process_shard = writer.process_shard
 def fail_at_shard_2(shard_index, *arguments):
   if shard_index == 2:
+    if sys.argv[5] == "sigkill":
+      os.kill(os.getpid(), signal.SIGKILL)
     raise RuntimeError("shard 2 failed")
   return process_shard(shard_index, *arguments)
 writer.process_shard = fail_at_shard_2
 settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=64,
                            max_predictions_per_seq=10, random_seed=12345, dupe_factor=2,
                            masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+start = time.monotonic()
 try:
   writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=2,
                                 shard_documents=3, start_method="fork")
 except RuntimeError as error:
-  print("raised:", error)
+  print(f"raised {type(error).__name__} after {time.monotonic() - start:.1f} s:", error)
 """
 
 
-def test_a_failing_worker_leaves_neither_output_nor_part_files(tmp_path, sample_vocab):
+@pytest.mark.parametrize("mode, expected", [
+    ("raise", "raised RuntimeError after .* s: shard 2 failed"),
+    ("sigkill", "raised WorkerDiedError after .* s: a worker process died before finishing its "
+                "shard"),
+])
+def test_a_failing_worker_leaves_neither_output_nor_part_files(tmp_path, sample_vocab, mode,
+                                                               expected):
   temp = tmp_path / "tmp"
   temp.mkdir()
   output = tmp_path / "out.tfrecord"
   stdout = scripts.run_python(FAILING_SHARD, SAMPLES_DIR / "sample_corpus.txt", output,
-                              sample_vocab, temp, cwd=REPO_ROOT)
-  assert "raised: shard 2 failed" in stdout
+                              sample_vocab, temp, mode, cwd=REPO_ROOT, timeout=120)
+  assert re.search(expected, stdout), stdout
   assert list(tmp_path.glob("out.tfrecord*")) == []
   assert list(temp.iterdir()) == []
 
@@ -333,7 +347,7 @@ def wikitext_stats(shared_data, tmp_path_factory, uncased_vocab):
                       "--max_predictions_per_seq=20", "--dupe_factor=5", "--num_workers=2",
                       "--do_whole_word_mask=false")
   assert result.returncode == 0, result.stderr[-3000:]
-  return json.loads((directory / "wikitext.tfrecord.stats.json").read_text())
+  return json.loads((directory / "_wikitext.tfrecord.stats.json").read_text())
 
 
 def test_statistics_on_wikitext_match_the_flags(wikitext_stats):

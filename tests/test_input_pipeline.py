@@ -100,22 +100,30 @@ def test_first_record_mismatch_names_file_feature_and_lengths(tmp_path):
   wrong_length = _write_records(tmp_path / "len.tfrecord", 0, 1, input_ids_length=5)
   with pytest.raises(file_patterns.InputError,
                      match=r"len\.tfrecord: feature 'input_ids' has length 5, expected 3"):
-    input_pipeline.validate_first_record([wrong_length], SPEC)
+    input_pipeline.validate_first_records([wrong_length], SPEC)
   missing = _write_records(tmp_path / "missing.tfrecord", 0, 1, drop="label_ids")
   with pytest.raises(file_patterns.InputError,
                      match=r"missing\.tfrecord: first record has no feature 'label_ids' "
                            r"\(expected int64_list of length 1\)"):
-    input_pipeline.validate_first_record([missing], SPEC)
+    input_pipeline.validate_first_records([missing], SPEC)
   wrong_type = dict(SPEC, label_ids=tf.io.FixedLenFeature([], tf.float32))
   ok = _write_records(tmp_path / "ok.tfrecord", 0, 1)
   with pytest.raises(file_patterns.InputError,
                      match="feature 'label_ids' is a int64_list, expected float_list"):
-    input_pipeline.validate_first_record([ok], wrong_type)
+    input_pipeline.validate_first_records([ok], wrong_type)
   empty = tmp_path / "empty.tfrecord"
   empty.write_bytes(b"")
   with pytest.raises(file_patterns.InputError, match="empty.tfrecord: holds no record"):
-    input_pipeline.validate_first_record([str(empty)], SPEC)
-  input_pipeline.validate_first_record([ok], SPEC)
+    input_pipeline.validate_first_records([str(empty)], SPEC)
+  input_pipeline.validate_first_records([ok], SPEC)
+  # Every file is checked, not only the first; an empty shard among others is accepted.
+  input_pipeline.validate_first_records([ok, str(empty)], SPEC)
+  with pytest.raises(file_patterns.InputError, match=r"len\.tfrecord: feature 'input_ids'"):
+    input_pipeline.validate_first_records([ok, str(empty), wrong_length], SPEC)
+  stats = tmp_path / "ok.tfrecord.json"
+  stats.write_text('{"instances": 1}')
+  with pytest.raises(file_patterns.InputError, match=r"ok\.tfrecord\.json: not a readable TFRecord"):
+    input_pipeline.validate_first_records([ok, str(stats)], SPEC)
 
 
 def test_distributed_input_fn_gives_per_replica_batches(tmp_path):

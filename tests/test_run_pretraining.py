@@ -65,6 +65,7 @@ def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
     ("vocab", "has input_ids id"),
     ("empty_glob", "matches no file"),
     ("no_task", "at least one of --do_train or --do_eval must be true"),
+    ("learning_rate", "--learning_rate must be positive, got -0.001"),
 ])
 def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected):
   flags = ["--do_train", "--num_train_steps=2"]
@@ -80,6 +81,8 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected)
     config["vocab_size"] = 50
   elif case == "empty_glob":
     records = tmp_path / "nothing-*.tfrecord"
+  elif case == "learning_rate":
+    flags.append("--learning_rate=-1e-3")
   else:
     flags = []
   result = run_pretraining(tmp_path, *flags, config=config, records=records)
@@ -148,15 +151,19 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
       [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"),
        f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}", f"--output_file={records}",
        f"--vocab_file={sample_vocab}", f"--max_seq_length={SEQ_LENGTH}",
-       f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--dupe_factor=1", "--num_workers=1"],
+       f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--dupe_factor=1", "--num_workers=1",
+       "--num_output_shards=2"],
       capture_output=True, text=True, cwd=REPO_ROOT)
   assert created.returncode == 0, created.stderr[-2000:]
   vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
   config = dict(TINY_CONFIG, vocab_size=vocab_size, hidden_size=128, intermediate_size=512)
   result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=200", "--log_every_steps=50",
                            "--save_checkpoints_steps=200", "--train_batch_size=32",
-                           "--num_warmup_steps=20", config=config, records=records)
+                           "--num_warmup_steps=20", config=config, records=f"{records}*")
   assert result.returncode == 0, result.stderr[-3000:]
+  # The original's usage for sharded outputs: the glob matches both shards and nothing else of
+  # what create_pretraining_data.py wrote (its statistics file among them).
+  assert "2 input file(s)" in result.stderr
   lines = [line for line in result.stderr.splitlines() if "] step " in line]
 
   def value(line, name):

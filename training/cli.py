@@ -8,6 +8,7 @@ from absl import app
 from absl import flags
 
 from data import file_patterns
+from data import pretraining_data_writer
 from data import tokenization
 from modeling import bert_config
 from modeling import checkpoint_io
@@ -31,6 +32,7 @@ USER_ERRORS = (
     engine.ConfigError,
     engine.NonFiniteLossError,
     file_patterns.InputError,
+    pretraining_data_writer.WorkerDiedError,
     saved_model_export.ExportError,
 )
 

@@ -161,19 +161,30 @@ def distribute_input_fn(strategy, input_fn):
   return strategy.distribute_datasets_from_function(input_fn)
 
 
-def validate_first_record(file_paths, feature_spec, compression_type=None):
-  """Checks that the first record of the input fits `feature_spec`, before any training starts.
+def validate_first_records(file_paths, feature_spec, compression_type=None):
+  """Checks that the first record of every file fits `feature_spec`, before any training starts:
+  a glob that also matched another kind of file, or records of another `max_seq_length`, fail
+  here with the file's name instead of inside the training graph.
 
   Args:
-    file_paths: list of TFRecord files; the first one is read.
+    file_paths: list of TFRecord files; the first record of each is read.
     feature_spec: dict name -> `tf.io.FixedLenFeature`.
     compression_type: None or "GZIP".
 
   Raises:
-    file_patterns.InputError: naming the file, the feature and the expected vs actual type or
-      length.
+    file_patterns.InputError: naming the first bad file, the feature and the expected vs actual
+      type or length; or, when no file holds a record, the first file. (An empty file among
+      others is accepted: more output shards than instances leave some empty.)
   """
-  path = file_paths[0]
+  holding_records = [path for path in file_paths
+                     if _validate_first_record(path, feature_spec, compression_type)]
+  if not holding_records:
+    raise file_patterns.InputError(f"{file_paths[0]}: holds no record" + (
+        f" (nor do the other {len(file_paths) - 1} file(s))" if len(file_paths) > 1 else ""))
+
+
+def _validate_first_record(path, feature_spec, compression_type):
+  """Whether `path` holds a record; raises `InputError` if its first one does not fit."""
   dataset = tf.data.TFRecordDataset(path, compression_type=compression_type).take(1)
   try:
     serialized = [record.numpy() for record in dataset]
@@ -182,7 +193,7 @@ def validate_first_record(file_paths, feature_spec, compression_type=None):
     raise file_patterns.InputError(
         f"{path}: not a readable TFRecord file{hint}: {error.message}") from None
   if not serialized:
-    raise file_patterns.InputError(f"{path}: holds no record")
+    return False
   try:
     example = tf.train.Example.FromString(serialized[0])
   except Exception as error:  # protobuf raises its own DecodeError type
@@ -204,6 +215,7 @@ def validate_first_record(file_paths, feature_spec, compression_type=None):
     if length != expected_length:
       raise file_patterns.InputError(
           f"{path}: feature {name!r} has length {length}, expected {expected_length}")
+  return True
 
 
 def input_fn_from_flags(patterns, feature_spec, global_batch_size, is_training,
@@ -223,14 +235,15 @@ def input_fn_from_flags(patterns, feature_spec, global_batch_size, is_training,
     `(input_fn, file_paths)`.
 
   Raises:
-    file_patterns.InputError: no file matches, or the first record does not fit `feature_spec`.
+    file_patterns.InputError: no file matches, or a file's first record does not fit
+      `feature_spec`.
   """
   if compression not in COMPRESSION_TYPES:
     raise file_patterns.InputError(
         f"--input_compression must be one of {sorted(COMPRESSION_TYPES)}, got {compression!r}")
   compression_type = COMPRESSION_TYPES[compression]
   file_paths = file_patterns.expand_globs(patterns, flag_name)
-  validate_first_record(file_paths, feature_spec, compression_type)
+  validate_first_records(file_paths, feature_spec, compression_type)
   input_fn = make_input_fn(file_paths, feature_spec, global_batch_size, is_training,
                            compression_type=compression_type, **dataset_kwargs)
   return input_fn, file_paths
