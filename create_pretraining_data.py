@@ -92,16 +92,6 @@ def check_flags():
         f"less than --masked_lm_prob={FLAGS.masked_lm_prob} of their tokens")
 
 
-def check_outputs_writable(paths):
-  """Fails before any work if an output directory is missing or not writable."""
-  for path in paths:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-      raise cli.UsageError(f"--output_file: directory {directory} of {path} does not exist")
-    if not os.access(directory, os.W_OK):
-      raise cli.UsageError(f"--output_file: directory {directory} of {path} is not writable")
-
-
 def _worker_start_method():
   """Forks the workers on Linux: this process has imported TensorFlow but run no op (only file
   system calls), so forking is safe, and the workers start at once instead of importing
@@ -118,7 +108,6 @@ def main(argv):
     raise cli.UsageError("--output_file is empty")
   inputs = file_patterns.expand_globs(FLAGS.input_file, "input_file")
   tokenization.load_vocab(FLAGS.vocab_file)
-  check_outputs_writable(outputs)
   settings = pretraining_data_writer.Settings(
       vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
       max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,

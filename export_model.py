@@ -24,6 +24,7 @@ from serving import encoder_server
 from serving import saved_model_export
 from training import cli
 from training import flags as training_flags
+from training import model_inputs
 
 FLAGS = flags.FLAGS
 
@@ -45,14 +46,8 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "init_checkpoint
 def check_flags(config):
   """Raises `cli.UsageError` for a `--max_seq_length` or vocab the model cannot take, and
   `tokenization.VocabError` for a casing that contradicts a released checkpoint's name."""
-  if not 3 <= FLAGS.max_seq_length <= config.max_position_embeddings:
-    raise cli.UsageError(
-        f"--max_seq_length={FLAGS.max_seq_length} must be in [3, max_position_embeddings "
-        f"{config.max_position_embeddings} of {FLAGS.bert_config_file}]")
-  vocab_size = len(tokenization.load_vocab(FLAGS.vocab_file))
-  if vocab_size > config.vocab_size:
-    raise cli.UsageError(f"--vocab_file={FLAGS.vocab_file} has {vocab_size} entries, more than "
-                         f"vocab_size {config.vocab_size} of {FLAGS.bert_config_file}")
+  model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
+  model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
 
 

@@ -12,7 +12,6 @@ Example:
 """
 
 import json
-import os
 import re
 
 from absl import flags
@@ -30,6 +29,7 @@ from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import sentence_pooling
 from training import cli
+from training import model_inputs
 
 FLAGS = flags.FLAGS
 
@@ -114,24 +114,43 @@ def to_json_line(line_index, tokens, layer_outputs, layer_indices):
   return json.dumps({"linex_index": line_index, "features": features}) + "\n"
 
 
-def count_lines(path):
-  with open(path, "rb") as reader:
-    return sum(1 for _ in reader)
+def scan_input(path):
+  """Returns `(number of lines, 1-based number of the first ' ||| ' pair line or None)`."""
+  num_lines, first_pair = 0, None
+  for index, _, text_b in read_examples(path):
+    num_lines += 1
+    if first_pair is None and text_b is not None:
+      first_pair = index + 1
+  return num_lines, first_pair
+
+
+def check_flags(config):
+  """Raises `cli.UsageError` for flags the model or the input cannot take; returns the number of
+  input lines."""
+  if FLAGS.use_tpu:
+    raise cli.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
+  if FLAGS.batch_size <= 0:
+    raise cli.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}")
+  model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
+  model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
+  if not tf.io.gfile.exists(FLAGS.input_file) or tf.io.gfile.isdir(FLAGS.input_file):
+    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
+  num_lines, first_pair = scan_input(FLAGS.input_file)
+  if not num_lines:
+    raise cli.UsageError(f"--input_file={FLAGS.input_file}: the file is empty")
+  if first_pair is not None:
+    model_inputs.check_segments(2, config, FLAGS.bert_config_file,
+                                f"--input_file={FLAGS.input_file}: line {first_pair} is a text "
+                                "pair ('A ||| B')")
+  return num_lines
 
 
 def main(argv):
   del argv
-  if FLAGS.use_tpu:
-    raise cli.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
   config = bert_config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
-  if FLAGS.max_seq_length > config.max_position_embeddings:
-    raise cli.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
-                     f"{config.max_position_embeddings} of {FLAGS.bert_config_file}")
+  total = check_flags(config)
   layer_indices = parse_layers(FLAGS.layers, config.num_hidden_layers)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-  if not os.path.isfile(FLAGS.input_file):
-    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
-  total = count_lines(FLAGS.input_file)
 
   encoder = encoder_lib.BertEncoder(config)
   report = checkpoint_io.assign_from_checkpoint(encoder.name_to_variable(),

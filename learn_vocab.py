@@ -55,4 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  cli.run(main, output_file_flags=("vocab_file",))

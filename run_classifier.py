@@ -21,6 +21,7 @@ import os
 
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from data import atomic_files
 from data import classification_metrics
@@ -35,6 +36,7 @@ from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
+from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
 
@@ -84,16 +86,21 @@ def make_processor():
 
 def check_flags(bert_config):
   fine_tuning.check_flags(FLAGS, bert_config)
-  if not os.path.isdir(FLAGS.data_dir):
+  if not tf.io.gfile.isdir(FLAGS.data_dir):
     raise cli.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
 
 
-def read_examples(processor, split):
-  """The examples of a split; an error naming the file when it holds none."""
+def read_examples(processor, split, bert_config):
+  """The examples of a split; an error naming the file when it holds none, or sentence pairs
+  that the config's segment table cannot take."""
   examples = getattr(processor, f"get_{split}_examples")(FLAGS.data_dir)
   if not examples:
     raise file_patterns.InputError(f"{FLAGS.data_dir}: the {split} file of task "
                                    f"{processor.name!r} holds no example")
+  if any(example.text_b is not None for example in examples):
+    model_inputs.check_segments(2, bert_config, FLAGS.bert_config_file,
+                                f"the {split} examples of task {processor.name!r} are sentence "
+                                "pairs")
   return examples
 
 
@@ -110,13 +117,13 @@ def main(argv):
   check_flags(bert_config)
   processor = make_processor()
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-  os.makedirs(FLAGS.output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
 
   infers_labels = (isinstance(processor, classifier_processors.GenericProcessor)
                    and not FLAGS.label_list)
   train_examples = None
   if FLAGS.do_train or infers_labels:
-    train_examples = read_examples(processor, "train")
+    train_examples = read_examples(processor, "train", bert_config)
     if infers_labels:
       processor.infer_labels(train_examples)
   kind = processor.kind
@@ -138,9 +145,10 @@ def main(argv):
   if FLAGS.do_train:
     files["train"] = write("train", train_examples, batch_size=1)
   if FLAGS.do_eval:
-    files["eval"] = write("eval", read_examples(processor, "dev"), FLAGS.eval_batch_size)
+    files["eval"] = write("eval", read_examples(processor, "dev", bert_config),
+                          FLAGS.eval_batch_size)
   if FLAGS.do_predict:
-    files["predict"] = write("predict", read_examples(processor, "test"),
+    files["predict"] = write("predict", read_examples(processor, "test", bert_config),
                              FLAGS.predict_batch_size)
 
   num_train_steps, num_warmup_steps = fine_tuning.train_steps(

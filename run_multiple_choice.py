@@ -23,6 +23,7 @@ import os
 from absl import flags
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from data import atomic_files
 from data import classification_metrics
@@ -38,6 +39,7 @@ from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
+from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
 from training import multiple_choice_task
@@ -68,10 +70,12 @@ SPLITS = {"train": ("train_file", True, "do_train", "train.tf_record"),
 
 def check_flags(bert_config):
   fine_tuning.check_flags(FLAGS, bert_config)
+  model_inputs.check_segments(2, bert_config, FLAGS.bert_config_file,
+                              "each choice packs context and ending as two segments")
   if FLAGS.task_name.lower() not in multiple_choice.TASKS:
     raise cli.UsageError(f"--task_name={FLAGS.task_name}: unknown task; known tasks: "
                          f"{', '.join(multiple_choice.TASKS)}")
-  if FLAGS.data_dir and not os.path.isdir(FLAGS.data_dir):
+  if FLAGS.data_dir and not tf.io.gfile.isdir(FLAGS.data_dir):
     raise cli.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
 
 
@@ -131,7 +135,7 @@ def main(argv):
   check_flags(bert_config)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
   splits, num_choices = read_splits()
-  os.makedirs(FLAGS.output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
 
   # Every record file is written before training starts.
   batch_sizes = {"train": 1, "dev": FLAGS.eval_batch_size, "test": FLAGS.predict_batch_size}

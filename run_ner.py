@@ -19,6 +19,7 @@ import os
 from absl import flags
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from data import conll
 from data import file_patterns
@@ -78,7 +79,7 @@ def main(argv):
   bert_config = bert_config_lib.BertConfig.from_json_file(FLAGS.bert_config_file)
   fine_tuning.check_flags(FLAGS, bert_config)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, FLAGS.do_lower_case)
-  os.makedirs(FLAGS.output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
 
   splits = {}  # name -> (path, sentences, layout)
   if FLAGS.do_train or not FLAGS.labels:

@@ -22,6 +22,7 @@ from training import distribution
 from training import engine
 from training import flags as training_flags
 from training import input_pipeline
+from training import model_inputs
 from training import pretraining_task
 
 FLAGS = flags.FLAGS
@@ -46,16 +47,15 @@ flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 def check_flags(bert_config):
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise cli.UsageError("at least one of --do_train or --do_eval must be true")
-  if FLAGS.max_seq_length > bert_config.max_position_embeddings:
-    raise cli.UsageError(
-        f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings "
-        f"{bert_config.max_position_embeddings} of {FLAGS.bert_config_file}")
-  for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
+  model_inputs.check_max_seq_length(FLAGS.max_seq_length, bert_config, FLAGS.bert_config_file)
+  for name in ("max_predictions_per_seq", "train_batch_size",
                "eval_batch_size", "num_train_steps", "learning_rate"):
     if FLAGS[name].value <= 0:
       raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
   if FLAGS.num_warmup_steps < 0:
     raise cli.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
+  if not FLAGS.do_train:
+    training_flags.check_weights_exist(FLAGS)
 
 
 def main(argv):

@@ -23,6 +23,7 @@ import random
 
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from data import schemas
 from data import squad_examples
@@ -36,6 +37,7 @@ from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
+from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
 from training import squad_task
@@ -74,6 +76,8 @@ def check_flags(bert_config):
   if FLAGS.do_predict and not FLAGS.predict_file:
     raise cli.UsageError("--do_predict needs --predict_file")
   fine_tuning.check_flags(FLAGS, bert_config)
+  model_inputs.check_segments(2, bert_config, FLAGS.bert_config_file,
+                              "SQuAD packs question and context as two segments")
   if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
     raise cli.UsageError(
         f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the context: it must be "
@@ -207,7 +211,7 @@ def main(argv):
     predict_examples, predict_articles = squad_examples.read_examples(
         FLAGS.predict_file, is_training=False,
         version_2_with_negative=FLAGS.version_2_with_negative)
-  os.makedirs(FLAGS.output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.do_train:
     num_questions = len(train_examples)
     train_path, num_windows = write_training_records(train_examples, tokenizer)

@@ -204,7 +204,7 @@ def test_encoder_only_checkpoint_exports_without_mlm_logits(tiny_model, tmp_path
 @pytest.mark.parametrize("case, expected", [
     ("missing_checkpoint", "no such checkpoint"),
     ("existing_version", "exists already"),
-    ("max_seq_length", "--max_seq_length=100 must be in [3, max_position_embeddings 64"),
+    ("max_seq_length", "--max_seq_length=100 exceeds max_position_embeddings 64"),
 ])
 def test_bad_flags_fail_with_one_line_and_write_nothing(pretrained, tmp_path, case, expected):
   vocab_file, config_file, checkpoint, _ = pretrained

@@ -8,6 +8,7 @@ from absl import app
 from absl import flags
 
 from data import file_patterns
+from data import output_locations
 from data import pretraining_data_writer
 from data import tokenization
 from modeling import bert_config
@@ -32,6 +33,7 @@ USER_ERRORS = (
     engine.ConfigError,
     engine.NonFiniteLossError,
     file_patterns.InputError,
+    output_locations.OutputLocationError,
     pretraining_data_writer.WorkerDiedError,
     saved_model_export.ExportError,
 )
@@ -44,16 +46,41 @@ ABSL_GROUP = "absl: flag files (--flagfile), logging, help"
 TENSORFLOW_GROUP = "TensorFlow's own (rarely needed)"
 
 
-def run(main):
+# Flags that name where a script writes, checked by `run` before the script's `main`. A script
+# whose output flag has another name passes it to `run`.
+OUTPUT_DIR_FLAGS = ("output_dir", "export_dir")
+OUTPUT_FILE_FLAGS = ("output_file",)
+
+
+def run(main, output_file_flags=()):
   """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for
   `USER_ERRORS` (bad flags, files, checkpoints, TPU address, or a diverged loss), and the
-  grouped `help_text()` for -h / --help."""
+  grouped `help_text()` for -h / --help.
+
+  Before `main`, every output location the flags name (`OUTPUT_DIR_FLAGS`, `OUTPUT_FILE_FLAGS`
+  and `output_file_flags`; a file flag may list several files separated by commas) is checked, so
+  that a run that could not write its results does not start.
+  """
   def main_with_clear_errors(argv):
     try:
+      check_output_flags(flags.FLAGS, OUTPUT_FILE_FLAGS + tuple(output_file_flags))
       return main(argv)
     except USER_ERRORS as error:
       sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
   app.run(main_with_clear_errors, flags_parser=_parse_flags_or_print_help)
+
+
+def check_output_flags(flag_values, file_flags):
+  """Raises `output_locations.OutputLocationError` for the first output flag of `flag_values`
+  (the `OUTPUT_DIR_FLAGS`, and `file_flags`) whose location cannot be written."""
+  for name in OUTPUT_DIR_FLAGS:
+    if name in flag_values and flag_values[name].value:
+      output_locations.check_output_dir(name, flag_values[name].value)
+  for name in file_flags:
+    if name in flag_values and flag_values[name].value:
+      for path in flag_values[name].value.split(","):
+        if path.strip():
+          output_locations.check_output_file(name, path.strip())
 
 
 def _parse_flags_or_print_help(argv):

@@ -10,6 +10,8 @@ from data import tokenization
 from modeling import optimization
 from serving import saved_model_export
 from training import cli
+from training import flags as training_flags
+from training import model_inputs
 
 LABEL_LIST_FILENAME = "label_list.txt"
 
@@ -19,7 +21,8 @@ def check_flags(flag_values, bert_config):
 
   Raises:
     cli.UsageError: nothing to do, `--max_seq_length` beyond the position table or too short, a
-      non-positive size or rate, a warmup proportion outside [0, 1].
+      vocab larger than the config's, a non-positive size or rate, a warmup proportion outside
+      [0, 1], no weights for a run that does not train, --export_ids_only without --export_dir.
     tokenization.VocabError: `--do_lower_case` contradicts a released checkpoint's name.
   """
   actions = [name for name in ("do_train", "do_eval", "do_predict", "export_dir")
@@ -27,13 +30,9 @@ def check_flags(flag_values, bert_config):
   if not any(flag_values[name].value for name in actions):
     raise cli.UsageError(f"at least one of {', '.join('--' + name for name in actions)} is "
                          "needed")
-  if flag_values.max_seq_length > bert_config.max_position_embeddings:
-    raise cli.UsageError(
-        f"--max_seq_length={flag_values.max_seq_length} exceeds max_position_embeddings "
-        f"{bert_config.max_position_embeddings} of {flag_values.bert_config_file}")
-  if flag_values.max_seq_length < 3:
-    raise cli.UsageError(f"--max_seq_length={flag_values.max_seq_length}: needs room for [CLS], "
-                         "a word piece and [SEP]")
+  model_inputs.check_max_seq_length(flag_values.max_seq_length, bert_config,
+                                    flag_values.bert_config_file)
+  model_inputs.check_vocab(flag_values.vocab_file, bert_config, flag_values.bert_config_file)
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
                "num_train_epochs"):
     if name in flag_values and flag_values[name].value <= 0:
@@ -43,24 +42,20 @@ def check_flags(flag_values, bert_config):
         f"--warmup_proportion must be in [0, 1], got {flag_values.warmup_proportion}")
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
-  if "export_dir" in flag_values and flag_values.export_dir:
+  if flag_values.export_ids_only and not flag_values.export_dir:
+    raise cli.UsageError("--export_ids_only needs --export_dir")
+  if not flag_values.do_train:
+    training_flags.check_weights_exist(flag_values)
+  if flag_values.export_dir:
     check_export_flags(flag_values)
 
 
 def check_export_flags(flag_values):
-  """Raises `cli.UsageError` for an export that would fail or hold untrained weights, before any
-  work: a taken or non-positive --export_version; no --do_train, no checkpoint in --output_dir
-  and no --init_checkpoint."""
+  """Raises `cli.UsageError` for a taken or non-positive --export_version, before any work."""
   try:
     saved_model_export.check_version(flag_values.export_dir, flag_values.export_version)
   except saved_model_export.ExportError as error:
     raise cli.UsageError(str(error)) from None
-  if (not flag_values.do_train and not flag_values.init_checkpoint
-      and not tf.train.latest_checkpoint(flag_values.output_dir)):
-    raise cli.UsageError(
-        f"--export_dir without --do_train needs a checkpoint in --output_dir="
-        f"{flag_values.output_dir} or an --init_checkpoint; there is none, and an export of "
-        "untrained weights would serve noise")
 
 
 def export(trainer, flag_values, make_server):

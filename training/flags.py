@@ -216,6 +216,20 @@ def define_all(flag_values=flags.FLAGS):
   define_input_flags(flag_values)
 
 
+def check_weights_exist(flag_values):
+  """Raises `engine.ConfigError` when a run that does not train has no weights to use: no
+  checkpoint in --output_dir and no --init_checkpoint (it would evaluate, predict or export a
+  randomly initialised model, whose scores look like results)."""
+  if flag_values.init_checkpoint or tf.train.latest_checkpoint(flag_values.output_dir):
+    return
+  actions = [f"--{name}" for name in ("do_eval", "do_predict", "export_dir")
+             if name in flag_values and flag_values[name].value]
+  raise engine.ConfigError(
+      f"{' and '.join(actions)} without --do_train needs a checkpoint in --output_dir="
+      f"{flag_values.output_dir} or an --init_checkpoint; there is none, and random weights "
+      "would give results that look real")
+
+
 def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_batch_size=8):
   """Returns the `engine.RunConfig` of the shared flags plus the runner's own settings.
 
