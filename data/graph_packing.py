@@ -70,9 +70,13 @@ def pack(pieces_a, pieces_b, max_seq_length, cls_id, sep_id):
   input_ids = tf.concat(parts, axis=1)
   segment_ids = tf.concat([tf.ones_like(part) * segment for part, segment in zip(parts, segments)],
                           axis=1)
-  return {"input_ids": input_ids.to_tensor(),
-          "input_mask": tf.ones_like(input_ids).to_tensor(),
-          "segment_ids": segment_ids.to_tensor()}
+  # Every packed row holds [CLS] and [SEP], so at least 2 columns; an empty batch's
+  # `to_tensor()` alone would be `[0, 0]` and break the model's [CLS] slice.
+  packed = {"input_ids": input_ids.to_tensor(),
+            "input_mask": tf.ones_like(input_ids).to_tensor(),
+            "segment_ids": segment_ids.to_tensor()}
+  missing = tf.maximum(0, 2 - tf.shape(packed["input_ids"])[1])
+  return {name: tf.pad(values, [[0, 0], [0, missing]]) for name, values in packed.items()}
 
 
 def pack_pairs_or_singles(pieces_a, pieces_b, is_pair, max_seq_length, cls_id, sep_id):
@@ -101,5 +105,6 @@ def pack_pairs_or_singles(pieces_a, pieces_b, is_pair, max_seq_length, cls_id, s
   packed = {name: tf.where(is_pair[:, tf.newaxis], widen(pairs[name]), widen(singles[name]))
             for name in singles}
   # The rows chosen may all be shorter than the wider of the two packings.
-  longest = tf.reduce_max(tf.concat([tf.reduce_sum(packed["input_mask"], axis=1), [0]], axis=0))
+  # At least [CLS] [SEP], also for an empty batch (see `pack`).
+  longest = tf.reduce_max(tf.concat([tf.reduce_sum(packed["input_mask"], axis=1), [2]], axis=0))
   return {name: values[:, :longest] for name, values in packed.items()}

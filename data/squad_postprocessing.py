@@ -195,7 +195,5 @@ def predict_all(examples, features, logits_by_unique_id, **options):
 
 def write_json(path, value):
   """Writes `value` as indented JSON, atomically (temporary name, then rename)."""
-  with atomic_files.temporary_path(path) as temp_path, open(temp_path, "w",
-                                                             encoding="utf-8") as f:
-    json.dump(value, f, indent=4, ensure_ascii=False)
-    f.write("\n")
+  with atomic_files.open_for_writing(path) as f:
+    f.write(json.dumps(value, indent=4, ensure_ascii=False) + "\n")

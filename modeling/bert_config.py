@@ -2,13 +2,22 @@
 
 import copy
 import dataclasses
+import difflib
 import json
+
+import tensorflow as tf
 
 from modeling import activations
 
 
 class ConfigError(ValueError):
   """A `bert_config.json` is missing, malformed, or holds an invalid value."""
+
+
+# Keys of released multilingual/Chinese configs that this model does not use; never taken for a
+# misspelling of a key (`pooler_num_attention_heads` is close to `num_attention_heads`).
+RELEASED_EXTRA_KEYS = frozenset({"directionality", "pooler_fc_size", "pooler_num_attention_heads",
+                                 "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type"})
 
 
 @dataclasses.dataclass
@@ -79,7 +88,9 @@ class BertConfig:
 
   @classmethod
   def from_dict(cls, json_object, source="BertConfig"):
-    """Builds a config from a dict; unknown keys go to `extra`."""
+    """Builds a config from a dict; unknown keys go to `extra` (released configs carry some, e.g.
+    `pooler_type`), except one that looks like a misspelling of a key the dict lacks, whose
+    default would then be used in silence: a `ConfigError` names both."""
     if not isinstance(json_object, dict):
       raise ConfigError(f"{source}: expected a JSON object, got {type(json_object).__name__}")
     if "vocab_size" not in json_object:
@@ -87,6 +98,11 @@ class BertConfig:
     known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
     kwargs = {k: v for k, v in json_object.items() if k in known}
     extra = {k: v for k, v in json_object.items() if k not in known}
+    for key in set(extra) - RELEASED_EXTRA_KEYS:
+      close = difflib.get_close_matches(key, known - set(kwargs), n=1, cutoff=0.8)
+      if close:
+        raise ConfigError(f"{source}: unknown key {key!r}; did you mean {close[0]!r}? (without "
+                          f"it the default {close[0]} is used)")
     config = cls.__new__(cls)
     for field in dataclasses.fields(cls):
       if field.name in kwargs:
@@ -104,10 +120,12 @@ class BertConfig:
   def from_json_file(cls, json_file):
     """Reads a `bert_config.json`; raises ConfigError naming the file on any problem."""
     try:
-      with open(json_file, encoding="utf-8") as reader:
-        text = reader.read()
-    except OSError as error:
-      raise ConfigError(f"{json_file}: cannot read config: {error.strerror}") from None
+      with tf.io.gfile.GFile(json_file, "rb") as reader:
+        text = reader.read().decode("utf-8")
+    except tf.errors.NotFoundError:
+      raise ConfigError(f"{json_file}: cannot read config: no such file") from None
+    except (tf.errors.OpError, UnicodeDecodeError) as error:
+      raise ConfigError(f"{json_file}: cannot read config: {error}") from None
     try:
       json_object = json.loads(text)
     except json.JSONDecodeError as error:
@@ -127,5 +145,5 @@ class BertConfig:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
   def to_json_file(self, json_file):
-    with open(json_file, "w", encoding="utf-8") as writer:
+    with tf.io.gfile.GFile(json_file, "w") as writer:
       writer.write(self.to_json_string())

@@ -69,7 +69,9 @@ class MaskedLMHead(keras.layers.Layer):
     table = tf.cast(self.embeddings.word_embeddings, self.compute_dtype)
     logits = tf.matmul(tf.cast(transformed, self.compute_dtype), table, transpose_b=True)
     logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
-    return tf.reshape(logits, tf.concat([tf.shape(masked_lm_positions), [-1]], axis=0))
+    # The vocabulary size, not -1: an empty batch has no elements to infer it from.
+    return tf.reshape(logits, tf.concat([tf.shape(masked_lm_positions),
+                                         [self.embeddings.vocab_size]], axis=0))
 
   def name_to_variable(self, scope="cls/predictions"):
     names = variable_names.dense_variables(f"{scope}/transform/dense", self.transform_dense)

@@ -1,11 +1,12 @@
 """Writes SavedModels the way TensorFlow Serving reads them: `<export_dir>/<version>/`.
 
 The SavedModel is written to a temporary directory beside the final one and renamed when
-complete, so a server watching `export_dir` never loads a half-written version.
+complete, so a server watching a local `export_dir` never loads a half-written version. On other
+file systems (`gs://`, ...) a directory has no atomic rename: the files are moved one by one,
+`saved_model.pb` last.
 """
 
 import os
-import shutil
 import time
 
 from absl import logging
@@ -25,7 +26,7 @@ def check_version(export_dir, version):
   if not isinstance(version, int) or version <= 0:
     raise ExportError(f"--export_version must be a positive integer, got {version!r}")
   path = os.path.join(export_dir, str(version))
-  if os.path.exists(path):
+  if tf.io.gfile.exists(path):
     raise ExportError(f"{path} exists already; TF Serving versions are immutable, choose another "
                       "--export_version")
 
@@ -48,12 +49,28 @@ def export(module, export_dir, signatures, version=None):
   version = int(time.time()) if version is None else version
   check_version(export_dir, version)
   path = os.path.join(export_dir, str(version))
-  os.makedirs(export_dir, exist_ok=True)
+  tf.io.gfile.makedirs(export_dir)
   temp_path = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
   try:
     tf.saved_model.save(module, temp_path, signatures=signatures)
-    os.replace(temp_path, path)
+    _move_directory(temp_path, path)
   finally:
-    shutil.rmtree(temp_path, ignore_errors=True)
+    if tf.io.gfile.exists(temp_path):
+      tf.io.gfile.rmtree(temp_path)
   logging.info("exported %s (signatures: %s)", path, ", ".join(sorted(signatures)))
   return path
+
+
+def _move_directory(source, target):
+  """Renames the directory `source` to `target`: at once on a local disk, else file by file with
+  `saved_model.pb` (what a server looks for) last."""
+  if "://" not in source:
+    tf.io.gfile.rename(source, target)
+    return
+  files = [os.path.join(directory, name)
+           for directory, _, names in tf.io.gfile.walk(source) for name in names]
+  files.sort(key=lambda name: os.path.basename(name) == "saved_model.pb")
+  for name in files:
+    destination = os.path.join(target, os.path.relpath(name, source))
+    tf.io.gfile.makedirs(os.path.dirname(destination))
+    tf.io.gfile.rename(name, destination)

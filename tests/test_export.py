@@ -64,7 +64,9 @@ ids = model.signatures["predict_ids"](**{
     k: tf.constant(v) for k, v in json.loads(sys.argv[3]).items()}) if len(sys.argv) > 3 else text
 bad = model.signatures["serving_default"](**{k: tf.constant(
     ["", "word " * 2000, b"\xff\xfe not utf-8", "short"]) for k in request})
-print(json.dumps({"probabilities": text["probabilities"].numpy().tolist(),
+empty = model.signatures["serving_default"](**{k: tf.constant([], tf.string) for k in request})
+print(json.dumps({"empty_shapes": {k: v.shape.as_list() for k, v in empty.items()},
+                  "probabilities": text["probabilities"].numpy().tolist(),
                   "label": [x.decode() for x in text["label"].numpy()],
                   "ids_probabilities": ids["probabilities"].numpy().tolist(),
                   "bad_labels": [x.decode() for x in bad["label"].numpy()]}))
@@ -115,6 +117,8 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
   labels = (tmp_path / "out" / "label_list.txt").read_text().split()
   assert answers["label"] == [labels[i] for i in np.argmax(runner, axis=1)]
   assert len(answers["bad_labels"]) == 4 and set(answers["bad_labels"]) <= set(labels)
+  assert answers["empty_shapes"] == {"probabilities": [0, len(labels)],
+                                     "logits": [0, len(labels)], "label": [0]}
 
   listed = saved_model_cli.signatures(export_dir / "7")
   ids = ("DT_INT32", "(-1, -1)")

@@ -87,6 +87,10 @@ served = {
     "bad": model.signatures["serving_default"](text_a=tf.constant(bad_a),
                                                text_b=tf.constant(bad_b)),
     "bad_embed": model.signatures["embed"](text_a=tf.constant(bad_a), text_b=tf.constant(bad_b)),
+    "empty": model.signatures["serving_default"](text_a=tf.constant([], tf.string),
+                                                 text_b=tf.constant([], tf.string)),
+    "empty_embed": model.signatures["embed"](text_a=tf.constant([], tf.string),
+                                             text_b=tf.constant([], tf.string)),
 }
 print(json.dumps({"signatures": sorted(model.signatures),
                   **{f"{call}/{name}": value.numpy().tolist() for call, outputs in served.items()
@@ -116,6 +120,10 @@ def test_export_serves_what_extract_features_and_the_pretraining_model_compute(p
             for name, value in scripts.run_python_json(
                 LOAD_AND_SERVE, export_path, json.dumps(request), cwd=tmp_path).items()}
   assert served["signatures"] == ["embed", "predict_ids", "serving_default"]
+  # An empty request gets empty outputs, not an error.
+  assert served["empty_embed/embedding"].shape[0] == 0
+  assert all(served[f"empty/{name}"].shape[0] == 0
+             for name in ("sequence_output", "pooled_output", "embedding"))
 
   # The in-graph packing is the runner's, and both signatures give the same outputs.
   for name in ("input_ids", "input_mask"):

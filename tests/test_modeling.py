@@ -76,6 +76,8 @@ def test_config_defaults_and_json_round_trip(tmp_path):
     ('{"vocab_size": 0}', "vocab_size must be a positive integer, got 0"),
     ('{"vocab_size": 10, "num_hidden_layers": -1}', "num_hidden_layers must be a positive"),
     ('{"vocab_size": 10, "hidden_dropout_prob": 1.5}', "hidden_dropout_prob must be in"),
+    ('{"vocab_size": 10, "num_hiden_layers": 2}',
+     "unknown key 'num_hiden_layers'; did you mean 'num_hidden_layers'?"),
 ])
 def test_config_errors_name_the_file_and_the_problem(tmp_path, content, message):
   path = tmp_path / "bert_config.json"
@@ -84,6 +86,14 @@ def test_config_errors_name_the_file_and_the_problem(tmp_path, content, message)
   with pytest.raises(bert_config_lib.ConfigError) as error:
     bert_config_lib.BertConfig.from_json_file(path)
   assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_a_key_close_to_one_the_config_sets_is_kept_as_extra():
+  config = bert_config_lib.BertConfig.from_dict(
+      {"vocab_size": 10, "hidden_act": "relu", "hiden_act": "gelu",
+       "pooler_num_attention_heads": 12})
+  assert config.hidden_act == "relu"
+  assert config.extra == {"hiden_act": "gelu", "pooler_num_attention_heads": 12}
 
 
 def test_activations_match_their_formulas():
