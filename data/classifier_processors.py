@@ -14,6 +14,7 @@ import dataclasses
 import os
 
 from data import file_patterns
+from data import text_files
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -49,10 +50,10 @@ def read_rows(path, delimiter="\t", quotechar=None, strict=False):
     file_patterns.InputError: the file is missing or is not UTF-8, or (naming the line) a row the
       csv module rejects.
   """
-  if not os.path.isfile(path):
+  if not text_files.is_file(path):
     raise file_patterns.InputError(f"{path}: no such file")
   try:
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with text_files.open_text(path, newline="") as f:
       reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=strict)
       try:
         for row in reader:

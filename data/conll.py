@@ -6,11 +6,11 @@ CoNLL-2003's part-of-speech and chunk tags, are kept but unused); a blank line e
 """
 
 import dataclasses
-import os
 import re
 
 from data import atomic_files
 from data import file_patterns
+from data import text_files
 
 DOCSTART = "-DOCSTART-"
 _TAG_PATTERN = re.compile(r"^(O|[BIES]-\S+)$")
@@ -50,7 +50,7 @@ def read_sentences(path, require_tags=True):
     file_patterns.InputError: missing or empty file, a line whose number of columns differs from
       the file's first line, a tag that is not O / B- / I- / E- / S-.
   """
-  if not os.path.isfile(path):
+  if not text_files.is_file(path):
     raise file_patterns.InputError(f"{path}: no such file")
   sentences, layout = [], []
   num_columns, document = None, 0
@@ -64,7 +64,7 @@ def read_sentences(path, require_tags=True):
                                 f"{path}:{start}"))
     words, tags, lines = [], [], []
 
-  with open(path, encoding="utf-8-sig") as f:
+  with text_files.open_text(path) as f:
     for line_number, line in enumerate(f, 1):
       line = line.rstrip("\r\n")
       columns = line.split()

@@ -17,11 +17,11 @@ the other examples, a label that is not a choice index.
 
 import dataclasses
 import json
-import os
 import re
 
 from data import classifier_processors
 from data import file_patterns
+from data import text_files
 
 SWAG = "swag"
 JSONL = "jsonl"
@@ -131,10 +131,10 @@ def _read_swag_csv(path, split, labelled):
 
 def _json_lines(path):
   """Yields `(line_number, object)` of a JSON-lines file, skipping blank lines."""
-  if not os.path.isfile(path):
+  if not text_files.is_file(path):
     raise file_patterns.InputError(f"{path}: no such file")
   try:
-    with open(path, encoding="utf-8-sig") as f:
+    with text_files.open_text(path) as f:
       for line_number, line in enumerate(f, 1):
         if not line.strip():
           continue

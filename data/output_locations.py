@@ -36,13 +36,15 @@ def check_output_dir(flag_name, path):
 
 
 def check_output_file(flag_name, path):
-  """Raises `OutputLocationError` unless `path` can be written as a file: not a directory, in a
-  directory that exists and, locally, can be written in (a temporary file beside the output is
+  """Raises `OutputLocationError` unless `path` can be written as a file: not a directory, and,
+  locally, in a directory that exists and can be written in (a temporary file beside the output is
   renamed over it, so the directory must be writable even if the file is)."""
   if tf.io.gfile.isdir(path):
     raise OutputLocationError(f"--{flag_name}={path}: is a directory, expected a file")
   directory = os.path.dirname(path)
-  if directory and not tf.io.gfile.isdir(directory):
+  # Object stores (gs://, s3://) have no directories to create: a file can be written under any
+  # prefix.
+  if is_local(path) and directory and not tf.io.gfile.isdir(directory):
     kind = "is not a directory" if tf.io.gfile.exists(directory) else "does not exist"
     raise OutputLocationError(f"--{flag_name}={path}: directory {directory} {kind}")
   _check_can_create_in(flag_name, path, directory or ".")

@@ -12,8 +12,10 @@ import dataclasses
 import json
 
 from absl import logging
+import tensorflow as tf
 
 from data import file_patterns
+from data import text_files
 from data import tokenization
 
 _EXTRA_WHITESPACE = "\u202f"
@@ -85,11 +87,13 @@ def load_dataset(path):
   Raises:
     file_patterns.InputError: unreadable or malformed JSON, or a missing `version` / `data`.
   """
+  if not text_files.is_file(path):
+    raise file_patterns.InputError(f"{path}: no such file")
   try:
-    with open(path, encoding="utf-8") as f:
+    with text_files.open_text(path, encoding="utf-8") as f:
       dataset = json.load(f)
-  except OSError as e:
-    raise file_patterns.InputError(f"{path}: cannot read: {e.strerror}") from e
+  except tf.errors.OpError as e:
+    raise file_patterns.InputError(f"{path}: cannot read: {e.message}") from e
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     raise file_patterns.InputError(f"{path}: not valid JSON: {e}") from e
   if not isinstance(dataset, dict):

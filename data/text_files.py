@@ -6,6 +6,7 @@ did) and counted, so a run reports how much of its input was damaged.
 """
 
 import dataclasses
+import io
 
 import tensorflow as tf
 
@@ -17,6 +18,39 @@ class DecodeStats:
   """Counts of what reading text found."""
   lines: int = 0
   undecodable_lines: int = 0
+
+
+def is_file(path):
+  """True if `path` (any `tf.io.gfile` file system) is an existing file, not a directory."""
+  return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def open_text(path, encoding="utf-8-sig", newline=None):
+  """Opens a text file for reading on any `tf.io.gfile` file system (the built-in `open` reads
+  local files only), with `open`'s `encoding` and `newline` arguments; a byte-order mark is
+  skipped by default."""
+  return io.TextIOWrapper(io.BufferedReader(_GFileRaw(tf.io.gfile.GFile(path, "rb")),
+                                            _BLOCK_BYTES), encoding=encoding, newline=newline)
+
+
+class _GFileRaw(io.RawIOBase):
+  """A `tf.io.gfile.GFile` as the raw stream `io.BufferedReader` reads from."""
+
+  def __init__(self, gfile):
+    super().__init__()
+    self._gfile = gfile
+
+  def readable(self):
+    return True
+
+  def readinto(self, buffer):
+    data = self._gfile.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self):
+    self._gfile.close()
+    super().close()
 
 
 def read_lines(path, stats=None):

@@ -8,7 +8,7 @@ original layout (HuggingFace `load_tf_weights_in_bert`, Model Garden's converter
 
 `tf.train.Checkpoint` cannot write such names (it writes object-graph paths ending in
 `/.ATTRIBUTES/VARIABLE_VALUE`), so the bundle is written with the `SaveV2` op directly and read with
-`tf.train.load_checkpoint`.
+a checkpoint reader.
 """
 
 import os
@@ -66,6 +66,13 @@ def resolve_checkpoint(path):
   return path
 
 
+def _reader(prefix):
+  """The checkpoint reader of a resolved `prefix`. (`tf.train.load_checkpoint` first asks whether
+  the prefix is a directory, which file systems that match names by prefix, as `ram://`, answer
+  wrongly.)"""
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def read_checkpoint(path):
   """Reads every tensor of a checkpoint.
 
@@ -77,7 +84,7 @@ def read_checkpoint(path):
   """
   prefix = resolve_checkpoint(path)
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    reader = _reader(prefix)
   except (tf.errors.OpError, ValueError) as error:
     raise CheckpointError(f"{prefix}: unreadable checkpoint: {error}") from None
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
@@ -85,7 +92,8 @@ def read_checkpoint(path):
 
 def list_checkpoint_variables(path):
   """Returns a sorted list of (name, shape) pairs, like `tf.train.list_variables`."""
-  return tf.train.list_variables(resolve_checkpoint(path))
+  reader = _reader(resolve_checkpoint(path))
+  return sorted(reader.get_variable_to_shape_map().items())
 
 
 def assign_from_checkpoint(name_to_variable, path, required_prefixes=("bert/",),
@@ -110,7 +118,7 @@ def assign_from_checkpoint(name_to_variable, path, required_prefixes=("bert/",),
     CheckpointError: a shape mismatch, or a required variable missing.
   """
   prefix = resolve_checkpoint(path)
-  reader = tf.train.load_checkpoint(prefix)
+  reader = _reader(prefix)
   shapes = reader.get_variable_to_shape_map()
   loaded, missing, mismatched = [], [], []
   for name, variable in sorted(name_to_variable.items()):

@@ -26,7 +26,9 @@ import re
 
 import numpy as np
 from safetensors import numpy as safetensors_numpy
+import tensorflow as tf
 
+from data import atomic_files
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 
@@ -169,18 +171,18 @@ def bert_config_to_hf(config, architecture):
 def read_hf_weights(input_dir):
   """Reads `model.safetensors` (or the shards of its index) as {name: numpy array}."""
   index_path = os.path.join(input_dir, HF_WEIGHTS_INDEX)
-  if os.path.isfile(index_path):
-    with open(index_path, encoding="utf-8") as reader:
-      shards = sorted(set(json.load(reader)["weight_map"].values()))
+  if tf.io.gfile.exists(index_path):
+    shards = sorted(set(_read_json(index_path)["weight_map"].values()))
   else:
     shards = [HF_WEIGHTS]
   weights = {}
   for shard in shards:
     path = os.path.join(input_dir, shard)
-    if not os.path.isfile(path):
+    if not tf.io.gfile.exists(path):
       raise ConversionError(f"{path}: no such file (only safetensors weights are read)")
     try:
-      weights.update(safetensors_numpy.load_file(path))
+      with tf.io.gfile.GFile(path, "rb") as reader:
+        weights.update(safetensors_numpy.load(reader.read()))
     except Exception as error:  # safetensors raises its own SafetensorError and OSError kinds.
       raise ConversionError(f"{path}: unreadable safetensors file: {error}") from None
   return weights
@@ -218,20 +220,21 @@ def original_weights_to_hf(original_weights):
 
 def _read_json(path):
   try:
-    with open(path, encoding="utf-8") as reader:
-      return json.load(reader)
-  except OSError as error:
-    raise ConversionError(f"{path}: cannot read: {error.strerror}") from None
+    with tf.io.gfile.GFile(path, "rb") as reader:
+      return json.loads(reader.read().decode("utf-8"))
+  except tf.errors.NotFoundError:
+    raise ConversionError(f"{path}: cannot read: no such file") from None
+  except (tf.errors.OpError, UnicodeDecodeError) as error:
+    raise ConversionError(f"{path}: cannot read: {error}") from None
   except json.JSONDecodeError as error:
     raise ConversionError(f"{path}: malformed JSON at line {error.lineno}: {error.msg}") from None
 
 
 def _copy_vocab(input_dir, output_dir):
   source = os.path.join(input_dir, VOCAB)
-  if not os.path.isfile(source):
+  if not tf.io.gfile.exists(source):
     raise ConversionError(f"{source}: no such file")
-  with open(source, "rb") as reader, open(os.path.join(output_dir, VOCAB), "wb") as writer:
-    writer.write(reader.read())
+  tf.io.gfile.copy(source, os.path.join(output_dir, VOCAB), overwrite=True)
 
 
 def convert_hf_to_original(input_dir, output_dir):
@@ -243,7 +246,7 @@ def convert_hf_to_original(input_dir, output_dir):
   config = hf_config_to_bert(_read_json(os.path.join(input_dir, HF_CONFIG)),
                              source=os.path.join(input_dir, HF_CONFIG))
   weights = hf_weights_to_original(read_hf_weights(input_dir))
-  os.makedirs(output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(output_dir)
   _copy_vocab(input_dir, output_dir)
   checkpoint_io.write_checkpoint(os.path.join(output_dir, BERT_CHECKPOINT), weights)
   config.to_json_file(os.path.join(output_dir, BERT_CONFIG))
@@ -264,16 +267,15 @@ def convert_original_to_hf(input_dir, output_dir):
   except bert_config_lib.ConfigError as error:
     raise ConversionError(str(error)) from None
   prefix = os.path.join(input_dir, BERT_CHECKPOINT)
-  if not os.path.exists(prefix + checkpoint_io.INDEX_SUFFIX):
+  if not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX):
     prefix = input_dir
   hf_weights = original_weights_to_hf(checkpoint_io.read_checkpoint(prefix))
   architecture = "BertForPreTraining" if "cls.predictions.bias" in hf_weights else "BertModel"
-  os.makedirs(output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(output_dir)
   _copy_vocab(input_dir, output_dir)
-  temp_path = os.path.join(output_dir, f".{HF_WEIGHTS}.tmp-{os.getpid()}")
-  safetensors_numpy.save_file(hf_weights, temp_path, metadata={"format": "pt"})
-  os.replace(temp_path, os.path.join(output_dir, HF_WEIGHTS))
-  with open(os.path.join(output_dir, HF_CONFIG), "w", encoding="utf-8") as writer:
-    json.dump(bert_config_to_hf(config, architecture), writer, indent=2, sort_keys=True)
-    writer.write("\n")
+  with atomic_files.open_for_writing(os.path.join(output_dir, HF_WEIGHTS), "wb") as writer:
+    writer.write(safetensors_numpy.save(hf_weights, metadata={"format": "pt"}))
+  with atomic_files.open_for_writing(os.path.join(output_dir, HF_CONFIG)) as writer:
+    writer.write(json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
+                 + "\n")
   return sorted(hf_weights)
