@@ -1,10 +1,68 @@
 """Output files that appear only when complete: written under a temporary name beside the target,
-renamed over it on success, removed on any error (so a failed run leaves nothing half-written)."""
+renamed over it on success, removed on any error (so a failed run leaves nothing half-written).
+
+A temporary name is `<target>.tmp-<pid>`: a process killed with SIGKILL cannot remove its own, so
+the next run removes those of processes that no longer exist (`remove_stale_temporaries`).
+"""
 
 import contextlib
 import os
+import re
 
+from absl import logging
 import tensorflow as tf
+
+_TEMPORARY_NAME = re.compile(r"\.tmp-(\d+)(\.|$)")
+
+
+def temporary_name(path):
+  """The name `path` is written under until it is complete: `<path>.tmp-<this process's id>`."""
+  return f"{path}.tmp-{os.getpid()}"
+
+
+def process_exists(pid):
+  """True if a process `pid` runs on this machine."""
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def remove_stale_temporaries(directory, prefix=""):
+  """Removes the temporaries (files or directories) in `directory` whose names start with
+  `prefix` and whose writing process no longer runs on this machine.
+
+  On a non-local file system the writer's machine is unknown, so only call it there for a
+  directory this run owns (a locked `--output_dir`): every temporary in it is then stale.
+
+  Returns:
+    the paths removed.
+  """
+  if not tf.io.gfile.isdir(directory):
+    return []
+  local = "://" not in directory
+  removed = []
+  for name in tf.io.gfile.listdir(directory):
+    name = name.rstrip("/")
+    match = _TEMPORARY_NAME.search(name)
+    if not name.startswith(prefix) or not match:
+      continue
+    pid = int(match.group(1))
+    if pid == os.getpid() or (local and process_exists(pid)):
+      continue
+    path = os.path.join(directory, name)
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    elif tf.io.gfile.exists(path):
+      tf.io.gfile.remove(path)
+    removed.append(path)
+  if removed:
+    logging.info("removed %d temporary file(s) of killed runs from %s, e.g. %s", len(removed),
+                 directory, removed[0])
+  return removed
 
 
 @contextlib.contextmanager
@@ -15,7 +73,7 @@ def temporary_path(path):
     >>> with temporary_path("out/train.tf_record") as temp_path:
     ...   write_everything(temp_path)
   """
-  temp_path = f"{path}.tmp-{os.getpid()}"
+  temp_path = temporary_name(path)
   try:
     yield temp_path
     tf.io.gfile.rename(temp_path, path, overwrite=True)

@@ -7,10 +7,19 @@ checked for their kind (file or directory); writability is probed on local paths
 probe leaves nothing behind and costs nothing.
 """
 
+import atexit
+import json
 import os
+import socket
 import tempfile
+import time
 
+from absl import logging
 import tensorflow as tf
+
+from data import atomic_files
+
+LOCK_FILENAME = ".lock"
 
 
 class OutputLocationError(ValueError):
@@ -68,3 +77,54 @@ def _check_can_create_in(flag_name, path, directory):
     except OSError as error:
       raise OutputLocationError(
           f"--{flag_name}={path}: cannot create files in {ancestor} ({error.strerror})") from None
+
+
+def claim_output_dir(flag_name, path):
+  """Makes `path` this run's own until the process ends: refuses a directory that a running
+  process uses (its lock file names it), takes over the lock of a killed run, and removes the
+  temporaries killed runs left in it.
+
+  Two runs on one directory would overwrite each other's record files and delete each other's
+  checkpoints. The lock is `<path>/.lock` (host, process id, start time); it is removed when the
+  process exits. A lock of another machine cannot be checked: the message says to delete it when
+  that run is over.
+
+  Raises:
+    OutputLocationError: another process holds the directory.
+  """
+  tf.io.gfile.makedirs(path)
+  lock_path = os.path.join(path, LOCK_FILENAME)
+  host, pid = socket.gethostname(), os.getpid()
+  holder = _read_lock(lock_path)
+  if holder and holder.get("pid") != pid:
+    if holder.get("host") != host:
+      raise OutputLocationError(
+          f"--{flag_name}={path} is in use by process {holder.get('pid')} on "
+          f"{holder.get('host')}; choose another --{flag_name}, or delete {lock_path} if that "
+          "run is over")
+    if atomic_files.process_exists(holder.get("pid", -1)):
+      raise OutputLocationError(
+          f"--{flag_name}={path} is in use by process {holder['pid']} (started "
+          f"{holder.get('started', '?')}); wait for it to end or choose another --{flag_name}")
+    logging.info("taking over %s from process %s, which no longer runs", lock_path,
+                 holder.get("pid"))
+  lock = {"host": host, "pid": pid, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+  with atomic_files.open_for_writing(lock_path) as f:
+    f.write(json.dumps(lock) + "\n")
+  atexit.register(_release_lock, lock_path, pid)
+  atomic_files.remove_stale_temporaries(path)
+
+
+def _read_lock(lock_path):
+  try:
+    with tf.io.gfile.GFile(lock_path, "rb") as f:
+      return json.loads(f.read().decode("utf-8"))
+  except tf.errors.NotFoundError:
+    return None
+  except (tf.errors.OpError, ValueError):
+    return {}
+
+
+def _release_lock(lock_path, pid):
+  if (_read_lock(lock_path) or {}).get("pid") == pid:
+    tf.io.gfile.remove(lock_path)

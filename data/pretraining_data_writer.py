@@ -356,6 +356,8 @@ def _write_json_atomically(path, value):
 
 # Bytes of a part file read at once when it is appended to an output.
 _COPY_BYTES = 16 << 20
+# Name start of the workers' part directories in the local temporary directory.
+_PARTS_PREFIX = "create_pretraining_data-parts-"
 
 
 class WorkerDiedError(RuntimeError):
@@ -400,13 +402,17 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
   decode_stats = text_files.DecodeStats()
   total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
   bar = progress.Progress(total=total_bytes / 1e6, unit="MB", count_format=",.2f")
-  temp_paths = [f"{path}.tmp-{os.getpid()}" for path in output_files]
+  # What killed runs left: their outputs' temporaries (which `OUTPUT*` would match) and parts.
+  for path in output_files:
+    atomic_files.remove_stale_temporaries(os.path.dirname(path) or ".", os.path.basename(path))
+  atomic_files.remove_stale_temporaries(tempfile.gettempdir(), _PARTS_PREFIX)
+  temp_paths = [atomic_files.temporary_name(path) for path in output_files]
   outputs = []
   counts = collections.Counter()
   executor = parts_directory = None
   other_children = set(multiprocessing.active_children())
   try:
-    parts_directory = tempfile.mkdtemp(prefix="create_pretraining_data-")
+    parts_directory = tempfile.mkdtemp(prefix=_PARTS_PREFIX, suffix=f".tmp-{os.getpid()}")
     if num_workers > 1:
       executor = concurrent.futures.ProcessPoolExecutor(
           num_workers, mp_context=multiprocessing.get_context(start_method),

@@ -15,6 +15,8 @@ import os
 
 import tensorflow as tf
 
+from data import atomic_files
+
 DATA_SUFFIX = ".data-00000-of-00001"
 INDEX_SUFFIX = ".index"
 
@@ -41,7 +43,7 @@ def write_checkpoint(prefix, named_tensors):
   directory = os.path.dirname(prefix)
   if directory:
     tf.io.gfile.makedirs(directory)
-  temp_prefix = f"{prefix}.tmp-{os.getpid()}"
+  temp_prefix = atomic_files.temporary_name(prefix)
   names = sorted(named_tensors)
   tensors = [tf.convert_to_tensor(named_tensors[name]) for name in names]
   tf.raw_ops.SaveV2(

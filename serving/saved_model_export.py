@@ -12,6 +12,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from data import atomic_files
+
 
 class ExportError(ValueError):
   """The export directory or version cannot be used."""
@@ -50,7 +52,9 @@ def export(module, export_dir, signatures, version=None):
   check_version(export_dir, version)
   path = os.path.join(export_dir, str(version))
   tf.io.gfile.makedirs(export_dir)
-  temp_path = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
+  # Not a number, so TF Serving ignores it; left by a killed export, the next export removes it.
+  atomic_files.remove_stale_temporaries(export_dir)
+  temp_path = atomic_files.temporary_name(path)
   try:
     tf.saved_model.save(module, temp_path, signatures=signatures)
     _move_directory(temp_path, path)

@@ -9,6 +9,7 @@ atomically, so a run killed at any moment leaves the previous checkpoint usable.
 
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -23,10 +24,10 @@ CHECKPOINT_BASENAME = "model.ckpt"
 
 
 def checkpoint_step(prefix):
-  """Returns the step of `.../model.ckpt-<step>`, or None for other names."""
-  base = os.path.basename(prefix)
-  head, _, step = base.rpartition("-")
-  return int(step) if head and step.isdigit() else None
+  """Returns the step of `.../<name>.ckpt-<step>`, or None for other names (temporaries such as
+  `model.ckpt-5.tmp-123` included)."""
+  match = re.fullmatch(r"[^/]*\.ckpt-(\d+)", os.path.basename(prefix))
+  return int(match.group(1)) if match else None
 
 
 def _write_state_file(directory, prefixes):
@@ -74,12 +75,16 @@ class CheckpointManager:
     return tf.train.latest_checkpoint(self.directory)
 
   def _existing(self):
-    state = tf.train.get_checkpoint_state(self.directory)
-    if state is None:
-      return []
-    prefixes = [p if os.path.isabs(p) else os.path.join(self.directory, p)
-                for p in state.all_model_checkpoint_paths]
-    return [p for p in prefixes if tf.io.gfile.exists(p + checkpoint_io.INDEX_SUFFIX)]
+    """The complete checkpoints in the directory (index present, so data too), oldest first.
+    Read from the directory, not the state file: a run killed between writing the state file
+    and deleting old checkpoints leaves some that only the directory lists."""
+    prefixes = []
+    for index in tf.io.gfile.glob(os.path.join(self.directory, f"{CHECKPOINT_BASENAME}-*"
+                                               + checkpoint_io.INDEX_SUFFIX)):
+      prefix = index[:-len(checkpoint_io.INDEX_SUFFIX)]
+      if checkpoint_step(prefix) is not None:
+        prefixes.append(prefix)
+    return sorted(prefixes, key=checkpoint_step)
 
   def save(self, step):
     """Writes `model.ckpt-<step>`, updates the state file, deletes checkpoints beyond the limit.

@@ -59,11 +59,16 @@ def run(main, output_file_flags=()):
 
   Before `main`, every output location the flags name (`OUTPUT_DIR_FLAGS`, `OUTPUT_FILE_FLAGS`
   and `output_file_flags`; a file flag may list several files separated by commas) is checked, so
-  that a run that could not write its results does not start.
+  that a run that could not write its results does not start; then the chief process claims
+  `--output_dir` (`output_locations.claim_output_dir`: a lock, and the temporaries of killed runs
+  removed).
   """
   def main_with_clear_errors(argv):
     try:
       check_output_flags(flags.FLAGS, OUTPUT_FILE_FLAGS + tuple(output_file_flags))
+      if "output_dir" in flags.FLAGS and flags.FLAGS.output_dir and (
+          distribution.is_chief_process()):
+        output_locations.claim_output_dir("output_dir", flags.FLAGS.output_dir)
       return main(argv)
     except USER_ERRORS as error:
       sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")

@@ -193,6 +193,20 @@ def strategy_from_flags(flag_values):
   return strategy
 
 
+def is_chief_process():
+  """Whether this process is the chief of the cluster TF_CONFIG describes (True without one, or
+  with a TF_CONFIG that is not valid: `strategy_from_flags` reports that). Known before any
+  strategy is built."""
+  try:
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    task, cluster = config.get("task") or {}, config.get("cluster") or {}
+  except (ValueError, AttributeError):
+    return True
+  if not task.get("type") or task["type"] == "chief":
+    return True
+  return task["type"] == "worker" and int(task.get("index", 0)) == 0 and "chief" not in cluster
+
+
 def is_chief(strategy):
   """Whether this process writes checkpoints and summaries (the chief, or worker 0 without one)."""
   resolver = getattr(strategy, "cluster_resolver", None)
