@@ -55,11 +55,15 @@ def read_rows(path, delimiter="\t", quotechar=None, strict=False):
   try:
     with text_files.open_text(path, newline="") as f:
       reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=strict)
+      # A row starts on the line after the previous row's end: `line_num` after an error is
+      # where the reader stopped (for an unterminated quote, the end of the file).
+      row_start = 1
       try:
         for row in reader:
-          yield reader.line_num, row
+          yield row_start, row
+          row_start = reader.line_num + 1
       except csv.Error as error:
-        raise file_patterns.InputError(f"{path}:{reader.line_num}: malformed ({error})") from None
+        raise file_patterns.InputError(f"{path}:{row_start}: malformed ({error})") from None
   except UnicodeDecodeError as error:
     raise file_patterns.InputError(f"{path}: not UTF-8 text ({error.reason} at byte "
                                    f"{error.start})") from None

@@ -8,6 +8,8 @@ CoNLL-2003's part-of-speech and chunk tags, are kept but unused); a blank line e
 import dataclasses
 import re
 
+from absl import logging
+
 from data import atomic_files
 from data import file_patterns
 from data import text_files
@@ -64,40 +66,45 @@ def read_sentences(path, require_tags=True):
                                 f"{path}:{start}"))
     words, tags, lines = [], [], []
 
-  with text_files.open_text(path) as f:
-    for line_number, line in enumerate(f, 1):
-      line = line.rstrip("\r\n")
-      columns = line.split()
-      if not columns:
-        end_sentence()
-        continue
-      if columns[0] == DOCSTART:
-        end_sentence()
-        if sentences or layout:
-          document += 1
-        layout.append(line)
-        continue
-      if num_columns is None:
-        num_columns = len(columns)
-        if num_columns < 2 and require_tags:
-          raise file_patterns.InputError(
-              f"{path}:{line_number}: expected a token and a tag, found 1 column")
-      elif len(columns) != num_columns:
+  decode_stats = text_files.DecodeStats()
+  for line_number, line in enumerate(text_files.read_lines(path, decode_stats), 1):
+    if line_number == 1:
+      line = line.removeprefix("\ufeff")
+    columns = line.split()
+    if not columns:
+      end_sentence()
+      continue
+    if columns[0] == DOCSTART:
+      end_sentence()
+      if sentences or layout:
+        document += 1
+      layout.append(line)
+      continue
+    if num_columns is None:
+      num_columns = len(columns)
+      if num_columns < 2 and require_tags:
         raise file_patterns.InputError(
-            f"{path}:{line_number}: expected {num_columns} columns (as line 1 of the data), "
-            f"found {len(columns)}: {line!r}")
-      if num_columns > 1 and not _TAG_PATTERN.match(columns[-1]):
-        raise file_patterns.InputError(
-            f"{path}:{line_number}: tag {columns[-1]!r} is not O, B-<type>, I-<type>, "
-            "E-<type> or S-<type>")
-      if not words:
-        start = line_number
-      words.append(columns[0])
-      tags.append(columns[-1])
-      lines.append(line)
+            f"{path}:{line_number}: expected a token and a tag, found 1 column")
+    elif len(columns) != num_columns:
+      raise file_patterns.InputError(
+          f"{path}:{line_number}: expected {num_columns} columns (as line 1 of the data), "
+          f"found {len(columns)}: {line!r}")
+    if num_columns > 1 and not _TAG_PATTERN.match(columns[-1]):
+      raise file_patterns.InputError(
+          f"{path}:{line_number}: tag {columns[-1]!r} is not O, B-<type>, I-<type>, "
+          "E-<type> or S-<type>")
+    if not words:
+      start = line_number
+    words.append(columns[0])
+    tags.append(columns[-1])
+    lines.append(line)
   end_sentence()
   if not sentences:
     raise file_patterns.InputError(f"{path}: holds no sentence")
+  if decode_stats.undecodable_lines:
+    logging.warning("%s: %d of %d lines are not valid UTF-8; their bad bytes were replaced by "
+                    "U+FFFD, which tokenization drops", path, decode_stats.undecodable_lines,
+                    decode_stats.lines)
   return sentences, layout
 
 

@@ -86,12 +86,13 @@ def claim_output_dir(flag_name, path):
 
   Two runs on one directory would overwrite each other's record files and delete each other's
   checkpoints. The lock is `<path>/.lock` (host, process id, start time); it is removed when the
-  process exits. A lock of another machine cannot be checked: the message says to delete it when
+  process exits, with the directory if the claim created it and the run wrote nothing there. A lock of another machine cannot be checked: the message says to delete it when
   that run is over.
 
   Raises:
     OutputLocationError: another process holds the directory.
   """
+  created = not tf.io.gfile.isdir(path)
   tf.io.gfile.makedirs(path)
   lock_path = os.path.join(path, LOCK_FILENAME)
   host, pid = socket.gethostname(), os.getpid()
@@ -111,7 +112,7 @@ def claim_output_dir(flag_name, path):
   lock = {"host": host, "pid": pid, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
   with atomic_files.open_for_writing(lock_path) as f:
     f.write(json.dumps(lock) + "\n")
-  atexit.register(_release_lock, lock_path, pid)
+  atexit.register(_release_lock, lock_path, pid, path if created else None)
   atomic_files.remove_stale_temporaries(path)
 
 
@@ -125,6 +126,10 @@ def _read_lock(lock_path):
     return {}
 
 
-def _release_lock(lock_path, pid):
+def _release_lock(lock_path, pid, created_directory):
+  """Removes this process's lock, and the directory the claim created if nothing else was
+  written in it (a run that failed before any work leaves nothing)."""
   if (_read_lock(lock_path) or {}).get("pid") == pid:
     tf.io.gfile.remove(lock_path)
+  if created_directory and not tf.io.gfile.listdir(created_directory):
+    tf.io.gfile.rmtree(created_directory)

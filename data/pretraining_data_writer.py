@@ -78,10 +78,10 @@ def read_document_shards(paths, shard_documents, stats):
     `(documents, num_bytes)`: a list of documents, each a list of stripped non-empty lines, and
     the input bytes the shard covers.
   """
-  shard, document, num_bytes = [], [], 0
+  shard, document = [], []
+  shard_start = stats.bytes
   for path in paths:
     for line in text_files.read_lines(path, stats):
-      num_bytes += len(line.encode("utf-8")) + 1
       line = line.strip()
       if line:
         document.append(line)
@@ -90,13 +90,13 @@ def read_document_shards(paths, shard_documents, stats):
         shard.append(document)
         document = []
         if len(shard) == shard_documents:
-          yield shard, num_bytes
-          shard, num_bytes = [], 0
+          yield shard, stats.bytes - shard_start
+          shard, shard_start = [], stats.bytes
     if document:
       shard.append(document)
       document = []
   if shard:
-    yield shard, num_bytes
+    yield shard, stats.bytes - shard_start
 
 
 _TOKENIZERS = {}

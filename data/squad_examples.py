@@ -107,18 +107,38 @@ def load_dataset(path):
   return str(dataset["version"]), dataset["data"]
 
 
-def _field(record, key, where):
+_KIND_NAMES = {str: "a string", list: "a list", int: "an integer", bool: "true or false"}
+
+
+def _field(record, key, where, kind, default=None):
+  """`record[key]`, checked to be of type `kind` (a JSON object's value), else an InputError
+  naming `where`; `default` (when given) stands for a missing key."""
+  if not isinstance(record, dict):
+    raise file_patterns.InputError(f"{where}: expected a JSON object, got {_shown(record)}")
   if key not in record:
+    if default is not None:
+      return default
     raise file_patterns.InputError(f"{where}: no {key!r}")
-  return record[key]
+  value = record[key]
+  if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    raise file_patterns.InputError(f"{where}: {key!r} must be "
+                                   f"{' or '.join(_KIND_NAMES[k] for k in kinds)}, got "
+                                   f"{_shown(value)}")
+  return value
+
+
+def _shown(value):
+  text = json.dumps(value, ensure_ascii=False)
+  return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _answer_span(path, qa, answer, context, doc_tokens, char_to_word_offset):
   """The word span of a training answer, or None when its text is not in those words."""
   where = f"{path}: question {qa['id']!r}"
-  text = _field(answer, "text", where)
-  start = _field(answer, "answer_start", where)
-  if not (isinstance(start, int) and 0 <= start and start + len(text) <= len(context)
+  text = _field(answer, "text", where, str)
+  start = _field(answer, "answer_start", where, int)
+  if not (0 <= start and start + len(text) <= len(context)
           and text and context[start:start + len(text)] == text):
     raise file_patterns.InputError(
         f"{where}: answer {text!r} is not at answer_start {start} of its context (the context "
@@ -154,19 +174,23 @@ def read_examples(path, is_training, version_2_with_negative):
   examples = []
   seen_ids = set()
   num_skipped = 0
-  for article in articles:
-    for paragraph in _field(article, "paragraphs", f"{path}: an article"):
-      context = _field(paragraph, "context", f"{path}: a paragraph")
+  for article_index, article in enumerate(articles):
+    where = f"{path}: article {article_index}"
+    for paragraph_index, paragraph in enumerate(_field(article, "paragraphs", where, list)):
+      where = f"{path}: article {article_index} paragraph {paragraph_index}"
+      context = _field(paragraph, "context", where, str)
       doc_tokens, char_to_word_offset = split_context(context)
-      for qa in _field(paragraph, "qas", f"{path}: a paragraph"):
-        qas_id = str(_field(qa, "id", f"{path}: a question"))
+      for qa in _field(paragraph, "qas", where, list):
+        qas_id = _field(qa, "id", f"{where}: a question", (str, int))
+        qas_id = str(qas_id)
         if qas_id in seen_ids:
           raise file_patterns.InputError(f"{path}: question id {qas_id!r} appears twice")
         seen_ids.add(qas_id)
-        question = _field(qa, "question", f"{path}: question {qas_id!r}")
+        question_where = f"{path}: question {qas_id!r}"
+        question = _field(qa, "question", question_where, str)
         example = SquadExample(qas_id, question, doc_tokens)
         if is_training:
-          example.is_impossible = bool(qa.get("is_impossible", False))
+          example.is_impossible = _field(qa, "is_impossible", question_where, bool, False)
           if example.is_impossible and not version_2_with_negative:
             raise file_patterns.InputError(
                 f"{path}: question {qas_id!r} is unanswerable (is_impossible); train on it with "
@@ -174,7 +198,7 @@ def read_examples(path, is_training, version_2_with_negative):
           if example.is_impossible:
             example.orig_answer_text, example.start_position, example.end_position = "", -1, -1
           else:
-            answers = qa.get("answers") or []
+            answers = _field(qa, "answers", question_where, list, [])
             if not answers:
               raise file_patterns.InputError(
                   f"{path}: question {qas_id!r} has no answer and is not marked is_impossible")

@@ -18,6 +18,9 @@ class DecodeStats:
   """Counts of what reading text found."""
   lines: int = 0
   undecodable_lines: int = 0
+  # Bytes of the file the lines read so far cover, line ends included (a progress total in file
+  # bytes: the decoded text is longer where U+FFFD replaced a byte, shorter without "\r").
+  bytes: int = 0
 
 
 def is_file(path):
@@ -63,7 +66,10 @@ def read_lines(path, stats=None):
   Yields:
     str lines; invalid UTF-8 bytes become U+FFFD.
   """
+  start_bytes = None if stats is None else stats.bytes
   for raw_line in _raw_lines(path):
+    if stats is not None:
+      stats.bytes += len(raw_line) + 1
     try:
       line = raw_line.decode("utf-8")
     except UnicodeDecodeError:
@@ -73,6 +79,9 @@ def read_lines(path, stats=None):
     if stats is not None:
       stats.lines += 1
     yield line.rstrip("\r\n")
+  if stats is not None:
+    # The last line may have no "\n".
+    stats.bytes = min(stats.bytes, start_bytes + tf.io.gfile.stat(path).length)
 
 
 def _raw_lines(path):

@@ -1,6 +1,7 @@
 """The classifier's readers on the real GLUE-layout files, the fixtures, and bad files."""
 
 import os
+import re
 
 import pytest
 
@@ -125,3 +126,14 @@ def test_non_numeric_regression_label(tmp_path):
                                       encoding="utf-8")
   with pytest.raises(file_patterns.InputError, match=r"train\.tsv:2: label 'high' is not a number"):
     classifier_processors.glue_processors()["sts-b"].get_train_examples(tmp_path)
+
+
+def test_an_unterminated_quote_is_reported_on_the_line_where_its_field_starts(tmp_path):
+  path = tmp_path / "train.csv"
+  path.write_text('label,sentence\npos,"good,\nreally"\nneg,"bad\nmore text\n',
+                  encoding="utf-8")
+  rows = classifier_processors.read_rows(str(path), ",", '"', strict=True)
+  assert next(rows) == (1, ["label", "sentence"])
+  assert next(rows) == (2, ["pos", "good,\nreally"])
+  with pytest.raises(file_patterns.InputError, match=rf"^{re.escape(str(path))}:4: malformed"):
+    list(rows)

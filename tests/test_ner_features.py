@@ -64,6 +64,15 @@ def long_sentences(tmp_path):
   return conll.read_sentences(write(tmp_path, text))
 
 
+def test_undecodable_bytes_are_replaced_and_counted_like_the_other_readers(tmp_path, caplog):
+  path = tmp_path / "latin1.txt"
+  path.write_bytes("\ufeffParis B-LOC\nis O\n\n".encode("utf-8") + "Zürich B-LOC\n".encode("latin-1"))
+  sentences, _ = conll.read_sentences(str(path))
+  assert [s.words for s in sentences] == [["Paris", "is"], ["Z\ufffdrich"]]
+  assert [s.tags for s in sentences] == [["B-LOC", "O"], ["B-LOC"]]
+  assert "1 of 4 lines are not valid UTF-8" in caplog.text
+
+
 def test_every_word_is_labelled_exactly_once_in_order(tmp_path, tokenizer):
   sentences, _ = long_sentences(tmp_path)
   assert len(tokenizer.tokenize("zyxwvut")) > 3

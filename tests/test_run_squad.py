@@ -131,7 +131,7 @@ def test_minilm_on_a_real_squad_slice(minilm_bert_dir, shared_data, tmp_path):
 @pytest.mark.parametrize("case, flags, message", [
     ("nothing_to_do", [], "at least one of --do_train, --do_predict, --export_dir is needed"),
     ("no_train_file", ["--do_train"], "--do_train needs --train_file"),
-    ("query_too_long", ["--do_predict", f"--predict_file={SAMPLE_DEV}", "--max_seq_length=40",
+    ("query_too_long", ["--do_train", f"--train_file={SAMPLE_TRAIN}", "--max_seq_length=40",
                         "--max_query_length=37"],
      "--max_seq_length=40 leaves no room for the context: it must be more than "
      "--max_query_length + 3 = 40"),
@@ -156,14 +156,33 @@ BAD_FILES = [
                                                "answers": [{"text": "honey",
                                                             "answer_start": 4}]}]}]}]}),
      "question 'q1': answer 'honey' is not at answer_start 4"),
+    *[(case, json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        dict({"context": "Bees make honey.", "qas": [
+            dict({"id": "q1", "question": "What?",
+                  "answers": [dict({"text": "honey", "answer_start": 10}, **answer)]},
+                 **qa)]}, **paragraph)]}]}), message)
+      for case, paragraph, qa, answer, message in [
+          ("null_context", {"context": None}, {}, {},
+           "article 0 paragraph 0: 'context' must be a string, got null"),
+          ("qas_not_a_list", {"qas": {"id": "q1"}}, {}, {},
+           "article 0 paragraph 0: 'qas' must be a list, got {\"id\": \"q1\"}"),
+          ("question_not_a_string", {}, {"question": 5}, {},
+           "question 'q1': 'question' must be a string, got 5"),
+          ("string_answer_start", {}, {}, {"answer_start": "10"},
+           "question 'q1': 'answer_start' must be an integer, got \"10\""),
+          ("string_is_impossible", {}, {"is_impossible": "false"}, {},
+           "question 'q1': 'is_impossible' must be true or false, got \"false\""),
+      ]],
 ]
+# Read from training files only.
+TRAINING_ONLY = ("moved_offset", "string_answer_start", "string_is_impossible")
 
 
 # Answer offsets matter only for training (the scorer reads answer texts), so a moved offset is a
 # training-file error only.
 @pytest.mark.parametrize("case, content, message, role", [
     (*bad, role) for bad in BAD_FILES for role in ("train", "predict")
-    if not (bad[0] == "moved_offset" and role == "predict")])
+    if not (bad[0] in TRAINING_ONLY and role == "predict")])
 def test_bad_files_name_the_file_and_write_nothing(tiny_model, tmp_path, case, content, message,
                                                    role):
   vocab_file, config_file = tiny_model

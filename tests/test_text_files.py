@@ -2,6 +2,7 @@
 
 import pytest
 
+from data import pretraining_data_writer
 from data import text_files
 
 CONTENT = ("héllo wörld\r\n\n\nxyz€ end\n".encode("utf-8") * 5 + b"bad \xff\xfe bytes\n"
@@ -20,6 +21,19 @@ def test_lines_are_the_same_whatever_the_block_size(tmp_path, monkeypatch, block
   assert lines == expected
   assert lines[-2] == "bad \ufffd\ufffd bytes" and lines[-1] == "tail without newline ½"
   assert (stats.lines, stats.undecodable_lines) == (22, 1)
+  # Progress counts file bytes, not the decoded text's (longer by U+FFFD, shorter by "\r").
+  assert stats.bytes == len(CONTENT)
+  list(text_files.read_lines(str(path), stats))
+  assert stats.bytes == 2 * len(CONTENT)
+
+
+def test_a_progress_line_stays_at_most_100_percent_on_undecodable_input(tmp_path):
+  path = tmp_path / "latin1.txt"
+  path.write_bytes(("caf\xe9 " * 200 + "\n\n").encode("latin-1") * 20)
+  stats = text_files.DecodeStats()
+  covered = sum(num_bytes for _, num_bytes
+                in pretraining_data_writer.read_document_shards([str(path)], 3, stats))
+  assert covered == path.stat().st_size and stats.undecodable_lines == 20
 
 
 def test_a_final_newline_adds_no_line_and_an_empty_file_has_none(tmp_path):
