@@ -48,6 +48,7 @@ def check_flags(config):
   `tokenization.VocabError` for a casing that contradicts a released checkpoint's name."""
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
   model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
+  model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, config, FLAGS.bert_config_file)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
 
 

@@ -133,6 +133,7 @@ def check_flags(config):
     raise cli.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}")
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
   model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
+  model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, config, FLAGS.bert_config_file)
   if not tf.io.gfile.exists(FLAGS.input_file) or tf.io.gfile.isdir(FLAGS.input_file):
     raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
   num_lines, first_pair = scan_input(FLAGS.input_file)

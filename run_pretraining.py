@@ -13,6 +13,7 @@ Example:
 
 from absl import flags
 from absl import logging
+import tensorflow as tf
 
 from data import schemas
 from modeling import bert_config as bert_config_lib
@@ -56,6 +57,9 @@ def check_flags(bert_config):
     raise cli.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
   if not FLAGS.do_train:
     training_flags.check_weights_exist(FLAGS)
+  if FLAGS.init_checkpoint and not tf.train.latest_checkpoint(FLAGS.output_dir):
+    model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, bert_config,
+                                       FLAGS.bert_config_file, FLAGS.partial_init_checkpoint)
 
 
 def main(argv):

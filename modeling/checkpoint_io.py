@@ -12,6 +12,7 @@ a checkpoint reader.
 """
 
 import os
+import re
 
 import tensorflow as tf
 
@@ -99,25 +100,32 @@ def list_checkpoint_variables(path):
 
 
 def assign_from_checkpoint(name_to_variable, path, required_prefixes=("bert/",),
-                           ignored_suffixes=("/adam_m", "/adam_v")):
+                           ignored_suffixes=("/adam_m", "/adam_v"), strict_prefixes=("bert/",),
+                           allow_partial=False):
   """Assigns checkpoint tensors to variables with the same original name.
 
   As the original's `get_assignment_map_from_checkpoint`, variables are matched by identical
-  name; optimizer slots and `global_step` in the checkpoint are ignored.
+  name; optimizer slots and `global_step` in the checkpoint are ignored. Unlike it, the encoder
+  must match both ways: a checkpoint of another depth or with other variables is refused instead
+  of loading in part, unless `allow_partial`.
 
   Args:
     name_to_variable: dict of original name -> variable of the model being initialised.
     path: checkpoint prefix or directory.
     required_prefixes: a model variable whose name starts with one of these must be found in the
-      checkpoint (by default the whole encoder), else the load fails naming what is missing.
+      checkpoint (by default the whole encoder).
     ignored_suffixes: checkpoint names ending in one of these are never reported as unexpected.
+    strict_prefixes: a checkpoint tensor whose name starts with one of these must be taken by a
+      model variable (by default any encoder tensor: heads of other tasks are left out).
+    allow_partial: report missing required and unexpected strict names instead of failing.
 
   Returns:
     dict with sorted lists `loaded`, `missing` (model variables not in the checkpoint) and
     `unexpected` (checkpoint tensors no model variable takes).
 
   Raises:
-    CheckpointError: a shape mismatch, or a required variable missing.
+    CheckpointError: a shape mismatch; without `allow_partial`, a required variable missing or an
+      unexpected strict one, summarised in one line.
   """
   prefix = resolve_checkpoint(path)
   reader = _reader(prefix)
@@ -128,19 +136,64 @@ def assign_from_checkpoint(name_to_variable, path, required_prefixes=("bert/",),
       missing.append(name)
       continue
     if list(shapes[name]) != list(variable.shape):
-      mismatched.append(f"{name}: checkpoint {list(shapes[name])} vs model {list(variable.shape)}")
+      mismatched.append(name)
       continue
     loaded.append(name)
   if mismatched:
-    raise CheckpointError(f"{prefix}: shape mismatch: " + "; ".join(mismatched))
-  missing_required = [n for n in missing if n.startswith(tuple(required_prefixes))]
-  if missing_required:
+    first = mismatched[0]
     raise CheckpointError(
-        f"{prefix}: cannot initialise the encoder, {len(missing_required)} variable(s) missing: "
-        + ", ".join(missing_required[:10]) + (" ..." if len(missing_required) > 10 else ""))
-  for name in loaded:
-    name_to_variable[name].assign(reader.get_tensor(name))
+        f"{prefix}: {len(mismatched)} variable(s) of another shape, e.g. {first}: checkpoint "
+        f"{list(shapes[first])} vs model {list(name_to_variable[first].shape)}"
+        + _depths(shapes, name_to_variable))
   unexpected = sorted(
       n for n in shapes
       if n not in name_to_variable and n != "global_step" and not n.endswith(tuple(ignored_suffixes)))
+  missing_required = [n for n in missing if n.startswith(tuple(required_prefixes))]
+  unexpected_strict = [n for n in unexpected if n.startswith(tuple(strict_prefixes))]
+  if (missing_required or unexpected_strict) and not allow_partial:
+    problems = []
+    if missing_required:
+      problems.append(f"{len(missing_required)} model variable(s) missing from it "
+                      f"({summarize_names(missing_required)})")
+    if unexpected_strict:
+      problems.append(f"{len(unexpected_strict)} of its variable(s) unused by the model "
+                      f"({summarize_names(unexpected_strict)})")
+    raise CheckpointError(f"{prefix} does not fit the model: {'; '.join(problems)}"
+                          + _depths(shapes, name_to_variable))
+  for name in loaded:
+    name_to_variable[name].assign(reader.get_tensor(name))
   return {"loaded": loaded, "missing": missing, "unexpected": unexpected}
+
+
+_LAYER = re.compile(r"/layer_(\d+)/")
+
+
+def summarize_names(names, limit=3):
+  """A short description of variable names: layers collapsed into `layer_{2..5}`, at most
+  `limit` distinct names shown. E.g. `bert/encoder/layer_{3..5}/* and cls/squad/output_bias`."""
+  layers = sorted({int(m.group(1)) for name in names if (m := _LAYER.search(name))})
+  others = sorted({_LAYER.sub("/layer_*/", name) for name in names if not _LAYER.search(name)})
+  parts = []
+  if layers:
+    runs, start, previous = [], layers[0], layers[0]
+    for current in layers[1:] + [None]:
+      if current != previous + 1:
+        runs.append(str(start) if start == previous else f"{start}..{previous}")
+        start = current
+      previous = current
+    layer = runs[0] if len(runs) == 1 and ".." not in runs[0] else "{" + ",".join(runs) + "}"
+    parts.append(f"bert/encoder/layer_{layer}/*")
+  parts.extend(others[:limit])
+  if len(others) > limit:
+    parts.append(f"{len(others) - limit} more")
+  return " and ".join(parts) if len(parts) <= 2 else ", ".join(parts)
+
+
+def _depths(checkpoint_shapes, name_to_variable):
+  """`": the checkpoint has 6 encoder layers, the model 3"` when the depths differ, else ""."""
+  def depth(names):
+    return len({m.group(1) for name in names if (m := _LAYER.search(name))})
+  checkpoint_depth, model_depth = depth(checkpoint_shapes), depth(name_to_variable)
+  if checkpoint_depth == model_depth:
+    return ""
+  return f": the checkpoint has {checkpoint_depth} encoder layers, the model {model_depth}"

@@ -12,6 +12,10 @@ import re
 
 import pytest
 
+from modeling import bert_config
+from modeling import checkpoint_io
+from modeling import pretraining_model
+from tests import pretraining_records
 from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
@@ -236,3 +240,31 @@ def test_a_flag_value_without_sense_fails_before_any_work(model_files, tmp_path,
   result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, write_config(),
                                                **{flag: value}), timeout=120)
   _assert_one_line_error(result, script, re.escape(expected))
+
+
+@pytest.fixture
+def deeper_checkpoint(model_files, tmp_path):
+  """A checkpoint of the tiny model with 3 encoder layers instead of 2 (heads included)."""
+  vocab_file, write_config = model_files
+  config = bert_config.BertConfig.from_json_file(write_config(num_hidden_layers=3))
+  model = pretraining_model.BertPretrainingModel(config)
+  prefix = str(tmp_path / "deeper" / "bert_model.ckpt")
+  checkpoint_io.write_checkpoint(prefix, model.name_to_variable())
+  return prefix
+
+
+@pytest.mark.parametrize("script", TOKENIZING_MODEL_SCRIPTS + ("run_pretraining.py",))
+def test_a_checkpoint_that_does_not_fit_the_config_fails_before_any_work(
+    model_files, deeper_checkpoint, tmp_path, script):
+  vocab_file, write_config = model_files
+  flags = _flags(script, tmp_path, vocab_file, write_config(),
+                 {"export_dir": str(tmp_path / "export")}, init_checkpoint=deeper_checkpoint)
+  if script == "run_pretraining.py":
+    records = pretraining_records.write_records(tmp_path / "records.tfrecord", max_id=50)
+    flags += [f"--input_file={records}", "--max_predictions_per_seq=5"]
+  result = scripts.run_script(script, *flags, timeout=300)
+  _assert_one_line_error(result, script, re.escape(
+      f"{deeper_checkpoint} does not fit {tmp_path / 'bert_config.json'}: the checkpoint has 3 "
+      "encoder layers, the config 2"))
+  assert not list((tmp_path / "out").glob("model.ckpt-*"))
+  assert not (tmp_path / "export").exists()

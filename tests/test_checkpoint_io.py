@@ -44,10 +44,42 @@ def test_assign_matches_by_name_and_reports(tmp_path):
 def test_shape_mismatch_and_missing_encoder_are_named(tmp_path):
   prefix = str(tmp_path / "ckpt")
   checkpoint_io.write_checkpoint(prefix, {"bert/a": np.zeros([2], np.float32)})
-  with pytest.raises(checkpoint_io.CheckpointError, match=r"bert/a: checkpoint \[2\] vs model \[3\]"):
+  with pytest.raises(checkpoint_io.CheckpointError,
+                     match=r"1 variable\(s\) of another shape, e.g. bert/a: checkpoint \[2\] vs "
+                           r"model \[3\]"):
     checkpoint_io.assign_from_checkpoint({"bert/a": tf.Variable(np.zeros([3], np.float32))}, prefix)
-  with pytest.raises(checkpoint_io.CheckpointError, match="missing: bert/z"):
-    checkpoint_io.assign_from_checkpoint({"bert/z": tf.Variable(np.zeros([2], np.float32))}, prefix)
+  with pytest.raises(checkpoint_io.CheckpointError,
+                     match=r"1 model variable\(s\) missing from it \(bert/z\)"):
+    checkpoint_io.assign_from_checkpoint({"bert/z": tf.Variable(np.zeros([2], np.float32)),
+                                          "bert/a": tf.Variable(np.zeros([2], np.float32))}, prefix)
+
+
+def _layers(num_layers, extra=()):
+  return {name: np.zeros([2], np.float32) for name in
+          [f"bert/encoder/layer_{i}/{part}" for i in range(num_layers)
+           for part in ("attention/output/dense/kernel", "output/LayerNorm/beta")]
+          + ["bert/embeddings/word_embeddings", *extra]}
+
+
+def test_an_encoder_of_another_depth_is_refused_both_ways_in_one_line(tmp_path):
+  prefix = str(tmp_path / "ckpt")
+  checkpoint_io.write_checkpoint(prefix, _layers(6, ["cls/predictions/output_bias"]))
+  shallow = {name: tf.Variable(value) for name, value in _layers(3).items()}
+  with pytest.raises(checkpoint_io.CheckpointError) as error:
+    checkpoint_io.assign_from_checkpoint(shallow, prefix)
+  assert str(error.value) == (
+      f"{prefix} does not fit the model: 6 of its variable(s) unused by the model "
+      "(bert/encoder/layer_{3..5}/*): the checkpoint has 6 encoder layers, the model 3")
+  deep = {name: tf.Variable(value) for name, value in _layers(8).items()}
+  with pytest.raises(checkpoint_io.CheckpointError, match=r"4 model variable\(s\) missing from "
+                     r"it \(bert/encoder/layer_\{6\.\.7\}/\*\): the checkpoint has 6 encoder "
+                     r"layers, the model 8"):
+    checkpoint_io.assign_from_checkpoint(deep, prefix)
+  # Asked for, a partial warm start loads the layers both have; heads of other tasks are never
+  # an error.
+  report = checkpoint_io.assign_from_checkpoint(shallow, prefix, allow_partial=True)
+  assert len(report["loaded"]) == 7
+  assert "cls/predictions/output_bias" in report["unexpected"]
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):

@@ -174,3 +174,43 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
   assert value(lines[-1], "masked_lm_loss") < 0.95 * value(lines[1], "masked_lm_loss"), lines
   assert value(lines[-1], "masked_lm_accuracy") > value(lines[1], "masked_lm_accuracy")
   assert value(lines[-1], "next_sentence_loss") < value(lines[1], "next_sentence_loss")
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"num_hidden_layers": 1}, "num_hidden_layers 2 there, 1 now"),
+    ({"hidden_act": "relu"}, "hidden_act 'gelu' there, 'relu' now"),
+])
+def test_resuming_with_another_config_is_refused(tmp_path, change, expected):
+  first = run_pretraining(tmp_path, "--do_train", "--num_train_steps=2")
+  assert first.returncode == 0, first.stderr[-3000:]
+  recorded = json.loads((tmp_path / "out" / "bert_config.json").read_text())
+  assert recorded["num_hidden_layers"] == 2 and recorded["hidden_act"] == "gelu"
+  resumed = run_pretraining(tmp_path, "--do_train", "--num_train_steps=4",
+                            config=dict(TINY_CONFIG, **change))
+  assert resumed.returncode == 1
+  last_line = resumed.stderr.strip().splitlines()[-1]
+  assert last_line.startswith(f"run_pretraining.py: error: {tmp_path / 'out' / 'bert_config.json'}"
+                              ", the config of the run"), last_line
+  assert expected in last_line
+  assert sorted(p.name for p in (tmp_path / "out").glob("model.ckpt-*.index")) == [
+      "model.ckpt-2.index"]
+
+
+def test_a_checkpoint_of_another_depth_is_refused_unless_a_partial_start_is_asked(tmp_path):
+  deep = tmp_path / "deep"
+  deep.mkdir()
+  result = run_pretraining(deep, "--do_train", "--num_train_steps=1",
+                           config=dict(TINY_CONFIG, num_hidden_layers=3))
+  assert result.returncode == 0, result.stderr[-3000:]
+  # The recorded config is the deep one: the warm start below reads the checkpoint alone.
+  refused = run_pretraining(tmp_path, "--do_train", "--num_train_steps=1",
+                            f"--init_checkpoint={deep / 'out'}")
+  assert refused.returncode == 1
+  assert refused.stderr.strip().splitlines()[-1].endswith(
+      f"does not fit {tmp_path / 'bert_config.json'}: the checkpoint has 3 encoder layers, the "
+      "config 2")
+  assert not list((tmp_path / "out").glob("model.ckpt-*"))
+  partial = run_pretraining(tmp_path, "--do_train", "--num_train_steps=1",
+                            f"--init_checkpoint={deep / 'out'}", "--partial_init_checkpoint")
+  assert partial.returncode == 0, partial.stderr[-3000:]
+  assert "checkpoint tensors not used: bert/encoder/layer_2/*" in partial.stderr

@@ -21,6 +21,9 @@ from modeling import checkpoint_io
 
 STATE_FILENAME = "checkpoint"
 CHECKPOINT_BASENAME = "model.ckpt"
+# The model config of the run, written beside its checkpoints (which makes the directory a model
+# directory for convert_checkpoint.py) and compared when a run resumes.
+CONFIG_FILENAME = "bert_config.json"
 
 
 def checkpoint_step(prefix):
@@ -57,6 +60,9 @@ class CheckpointManager:
     keep_checkpoint_max: number of checkpoints kept (0 or None keeps all).
     is_chief: only the chief writes into `directory`; other workers write the same bundle into a
       temporary directory and delete it, as TensorFlow recommends for multi-worker training.
+    model_config: the model's `bert_config.json` as a dict, recorded as `CONFIG_FILENAME` with
+      the first checkpoint; resuming with another config is refused (shapes alone do not show,
+      e.g., another `hidden_act`). None records nothing.
 
   Example:
     >>> manager = CheckpointManager(output_dir, variables, keep_checkpoint_max=5)
@@ -64,11 +70,13 @@ class CheckpointManager:
     >>> manager.save(step=1000)   # -> output_dir/model.ckpt-1000
   """
 
-  def __init__(self, directory, name_to_variable, keep_checkpoint_max=5, is_chief=True):
+  def __init__(self, directory, name_to_variable, keep_checkpoint_max=5, is_chief=True,
+               model_config=None):
     self.directory = directory
     self.name_to_variable = dict(name_to_variable)
     self.keep_checkpoint_max = keep_checkpoint_max
     self.is_chief = is_chief
+    self.model_config = model_config
 
   def latest(self):
     """Returns the latest checkpoint prefix of the directory, or None."""
@@ -100,6 +108,10 @@ class CheckpointManager:
       return prefix
     prefix = os.path.join(self.directory, f"{CHECKPOINT_BASENAME}-{step}")
     checkpoint_io.write_checkpoint(prefix, self.name_to_variable)
+    config_path = os.path.join(self.directory, CONFIG_FILENAME)
+    if self.model_config is not None and not tf.io.gfile.exists(config_path):
+      with atomic_files.open_for_writing(config_path) as f:
+        f.write(json.dumps(self.model_config, indent=2, sort_keys=True) + "\n")
     prefixes = [p for p in self._existing() if p != prefix] + [prefix]
     kept = prefixes[-self.keep_checkpoint_max:] if self.keep_checkpoint_max else prefixes
     _write_state_file(self.directory, kept)
@@ -109,14 +121,36 @@ class CheckpointManager:
     return prefix
 
   def restore(self, prefix):
-    """Assigns every variable from `prefix`; all must be present with their shapes.
+    """Assigns every variable from `prefix`: the checkpoint and the variables must match both
+    ways (names and shapes; optimizer slots excepted when this run has none), and the recorded
+    model config must be this run's.
 
     Returns:
       the checkpoint's step (from its name).
+
+    Raises:
+      checkpoint_io.CheckpointError: the checkpoint or its recorded config does not match.
     """
-    checkpoint_io.assign_from_checkpoint(self.name_to_variable, prefix, required_prefixes=("",))
+    self._check_recorded_config()
+    checkpoint_io.assign_from_checkpoint(self.name_to_variable, prefix, required_prefixes=("",),
+                                         strict_prefixes=("",))
     logging.info("Resumed from %s", prefix)
     return checkpoint_step(prefix)
+
+  def _check_recorded_config(self):
+    config_path = os.path.join(self.directory, CONFIG_FILENAME)
+    if self.model_config is None or not tf.io.gfile.exists(config_path):
+      return
+    with tf.io.gfile.GFile(config_path, "rb") as f:
+      recorded = json.loads(f.read().decode("utf-8"))
+    differing = [f"{key} {recorded.get(key)!r} there, {self.model_config.get(key)!r} now"
+                 for key in sorted(set(recorded) | set(self.model_config))
+                 if recorded.get(key) != self.model_config.get(key)]
+    if differing:
+      raise checkpoint_io.CheckpointError(
+          f"{config_path}, the config of the run whose checkpoints are in {self.directory}, "
+          f"differs from this run's: {'; '.join(differing)}. Resume with that config, or start "
+          "in another directory")
 
   def restore_latest(self):
     """Restores the directory's latest checkpoint; returns its step, or None if there is none."""

@@ -62,6 +62,8 @@ class RunConfig:
     save_checkpoints_steps: checkpoint period; a checkpoint is also written at the end.
     keep_checkpoint_max: checkpoints kept (0 keeps all).
     init_checkpoint: warm start (weights only) when output_dir has no checkpoint.
+    partial_init_checkpoint: accept an init_checkpoint whose encoder variables differ from the
+      model's (missing or left over), loading what matches.
     gradient_accumulation_steps: micro-batches per optimizer step.
     mixed_precision: "float32", "mixed_float16" (dynamic loss scaling) or "mixed_bfloat16".
     jit_compile: compile each replica's forward and backward pass with XLA.
@@ -80,6 +82,7 @@ class RunConfig:
   save_checkpoints_steps: int = 1000
   keep_checkpoint_max: int = 5
   init_checkpoint: str = None
+  partial_init_checkpoint: bool = False
   gradient_accumulation_steps: int = 1
   mixed_precision: str = "float32"
   jit_compile: bool = False
@@ -139,8 +142,10 @@ class Trainer:
     checkpoint_variables = dict(self.model_variables, global_step=self.global_step)
     if self.optimizer is not None:
       checkpoint_variables.update(self.optimizer.slot_name_to_variable())
+    model_config = getattr(task, "bert_config", None)
     self.checkpoints = checkpointing.CheckpointManager(
-        config.output_dir, checkpoint_variables, config.keep_checkpoint_max, self.is_chief)
+        config.output_dir, checkpoint_variables, config.keep_checkpoint_max, self.is_chief,
+        model_config.to_dict() if model_config is not None else None)
     self._initialized = False
     self._forward_backward_fn = None
     self._train_loop = None
@@ -156,12 +161,14 @@ class Trainer:
       logging.info("Resuming at global step %d", int(self.global_step.numpy()))
       return
     if self.config.init_checkpoint:
-      report = checkpoint_io.assign_from_checkpoint(self.model_variables,
-                                                    self.config.init_checkpoint)
+      report = checkpoint_io.assign_from_checkpoint(
+          self.model_variables, self.config.init_checkpoint,
+          allow_partial=self.config.partial_init_checkpoint)
       logging.info("Initialised %d variable(s) from %s; not in the checkpoint (trained from "
                    "scratch): %s; checkpoint tensors not used: %s", len(report["loaded"]),
-                   self.config.init_checkpoint, report["missing"] or "none",
-                   report["unexpected"] or "none")
+                   self.config.init_checkpoint,
+                   checkpoint_io.summarize_names(report["missing"]) or "none",
+                   checkpoint_io.summarize_names(report["unexpected"]) or "none")
 
   def _check_metrics(self, metrics):
     if set(metrics) != set(self.task.metric_names):

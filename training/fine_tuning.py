@@ -42,6 +42,10 @@ def check_flags(flag_values, bert_config):
         f"--warmup_proportion must be in [0, 1], got {flag_values.warmup_proportion}")
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
+  if flag_values.init_checkpoint and not tf.train.latest_checkpoint(flag_values.output_dir):
+    model_inputs.check_init_checkpoint(flag_values.init_checkpoint, bert_config,
+                                       flag_values.bert_config_file,
+                                       flag_values.partial_init_checkpoint)
   if flag_values.export_ids_only and not flag_values.export_dir:
     raise cli.UsageError("--export_ids_only needs --export_dir")
   if not flag_values.do_train:

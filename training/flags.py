@@ -92,13 +92,20 @@ def define_logging_flags(flag_values=flags.FLAGS):
 
 @_help_group("Output and checkpoints")
 def define_checkpoint_flags(flag_values=flags.FLAGS):
-  """--output_dir, --init_checkpoint, --save_checkpoints_steps, --keep_checkpoint_max."""
+  """--output_dir, --init_checkpoint, --partial_init_checkpoint, --save_checkpoints_steps,
+  --keep_checkpoint_max."""
   fv = {"flag_values": flag_values}
   flags.DEFINE_string("output_dir", None,
                       "Checkpoints, summaries and eval_results.txt; a run resumes from the latest "
                       "checkpoint found here.", **fv)
   flags.DEFINE_string("init_checkpoint", None,
-                      "Warm start (weights only) when output_dir holds no checkpoint.", **fv)
+                      "Warm start (weights only) when output_dir holds no checkpoint. Its "
+                      "encoder must match the config both ways (same layers and variables).",
+                      **fv)
+  flags.DEFINE_bool("partial_init_checkpoint", False,
+                    "Accept an --init_checkpoint whose encoder differs from the config (e.g. "
+                    "the first layers of a deeper model): what matches by name is loaded, the "
+                    "rest is logged.", **fv)
   flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.", **fv)
   flags.DEFINE_integer("keep_checkpoint_max", 5,
                        "Checkpoints kept in output_dir (0 keeps all).", **fv)
@@ -264,6 +271,7 @@ def run_config_from_flags(flag_values, num_train_steps, train_batch_size, eval_b
       save_checkpoints_steps=flag_values.save_checkpoints_steps,
       keep_checkpoint_max=flag_values.keep_checkpoint_max,
       init_checkpoint=flag_values.init_checkpoint,
+      partial_init_checkpoint=flag_values.partial_init_checkpoint,
       gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
       mixed_precision=flag_values.mixed_precision,
       jit_compile=flag_values.jit_compile,
