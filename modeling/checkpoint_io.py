@@ -197,3 +197,33 @@ def _depths(checkpoint_shapes, name_to_variable):
   if checkpoint_depth == model_depth:
     return ""
   return f": the checkpoint has {checkpoint_depth} encoder layers, the model {model_depth}"
+
+
+def encoder_mismatches(shapes, config, compare_depth=True):
+  """How an encoder's tensor shapes contradict a `BertConfig`, as phrases (empty if they agree).
+
+  Args:
+    shapes: dict original name -> shape (list of ints) of a checkpoint or converted weights.
+    config: the `BertConfig` the tensors are meant for.
+    compare_depth: also compare the number of encoder layers.
+  """
+  found = []
+  layers = {name.split("/")[2] for name in shapes if name.startswith("bert/encoder/layer_")}
+  if compare_depth and layers and len(layers) != config.num_hidden_layers:
+    found.append(f"the checkpoint has {len(layers)} encoder layers, the config "
+                 f"{config.num_hidden_layers}")
+  expected = {
+      "bert/embeddings/word_embeddings": ([config.vocab_size, config.hidden_size],
+                                          "[vocab_size, hidden_size]"),
+      "bert/embeddings/position_embeddings": (
+          [config.max_position_embeddings, config.hidden_size],
+          "[max_position_embeddings, hidden_size]"),
+      "bert/embeddings/token_type_embeddings": ([config.type_vocab_size, config.hidden_size],
+                                                "[type_vocab_size, hidden_size]"),
+      "bert/encoder/layer_0/intermediate/dense/kernel": (
+          [config.hidden_size, config.intermediate_size], "[hidden_size, intermediate_size]"),
+  }
+  for name, (shape, meaning) in expected.items():
+    if name in shapes and list(shapes[name]) != shape:
+      found.append(f"{name} is {list(shapes[name])}, the config's {meaning} {shape}")
+  return found

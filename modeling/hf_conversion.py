@@ -237,6 +237,16 @@ def _copy_vocab(input_dir, output_dir):
   tf.io.gfile.copy(source, os.path.join(output_dir, VOCAB), overwrite=True)
 
 
+def _check_weights_fit(original_weights, config, input_dir, config_name):
+  """Raises `ConversionError` if the weights contradict the config that would be written with
+  them (another depth, width, vocabulary, position or segment table)."""
+  found = checkpoint_io.encoder_mismatches(
+      {name: list(value.shape) for name, value in original_weights.items()}, config)
+  if found:
+    raise ConversionError(f"{input_dir}: the weights do not fit its {config_name}: "
+                          + "; ".join(found))
+
+
 def convert_hf_to_original(input_dir, output_dir):
   """Writes `bert_config.json`, `bert_model.ckpt.*` and `vocab.txt` into `output_dir`.
 
@@ -246,6 +256,7 @@ def convert_hf_to_original(input_dir, output_dir):
   config = hf_config_to_bert(_read_json(os.path.join(input_dir, HF_CONFIG)),
                              source=os.path.join(input_dir, HF_CONFIG))
   weights = hf_weights_to_original(read_hf_weights(input_dir))
+  _check_weights_fit(weights, config, input_dir, HF_CONFIG)
   tf.io.gfile.makedirs(output_dir)
   _copy_vocab(input_dir, output_dir)
   checkpoint_io.write_checkpoint(os.path.join(output_dir, BERT_CHECKPOINT), weights)
@@ -269,7 +280,9 @@ def convert_original_to_hf(input_dir, output_dir):
   prefix = os.path.join(input_dir, BERT_CHECKPOINT)
   if not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX):
     prefix = input_dir
-  hf_weights = original_weights_to_hf(checkpoint_io.read_checkpoint(prefix))
+  original_weights = checkpoint_io.read_checkpoint(prefix)
+  _check_weights_fit(original_weights, config, input_dir, BERT_CONFIG)
+  hf_weights = original_weights_to_hf(original_weights)
   architecture = "BertForPreTraining" if "cls.predictions.bias" in hf_weights else "BertModel"
   tf.io.gfile.makedirs(output_dir)
   _copy_vocab(input_dir, output_dir)

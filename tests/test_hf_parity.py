@@ -163,7 +163,8 @@ def test_pretraining_names_map_both_ways():
   assert hf_conversion.hf_to_original_name("cls.predictions.decoder.weight") is None
 
 
-@pytest.mark.parametrize("case", ["missing_dir", "bad_activation", "unknown_tensor"])
+@pytest.mark.parametrize("case", ["missing_dir", "bad_activation", "unknown_tensor",
+                                  "weights_contradict_config"])
 def test_bad_hf_input_is_one_line_error(minilm_dir, tmp_path, case):
   input_dir = tmp_path / "in"
   if case != "missing_dir":
@@ -172,7 +173,7 @@ def test_bad_hf_input_is_one_line_error(minilm_dir, tmp_path, case):
     weights = {"embeddings.word_embeddings.weight": np.zeros([4, 2], np.float32)}
     if case == "bad_activation":
       config["hidden_act"] = "silu"
-    else:
+    elif case == "unknown_tensor":
       weights["encoder.layer.0.attention.self.rotary.inv_freq"] = np.zeros([2], np.float32)
     (input_dir / "config.json").write_text(json.dumps(config))
     safetensors_numpy.save_file(weights, str(input_dir / "model.safetensors"))
@@ -185,5 +186,8 @@ def test_bad_hf_input_is_one_line_error(minilm_dir, tmp_path, case):
   last_line = result.stderr.strip().splitlines()[-1]
   assert "Traceback" not in result.stderr
   assert {"missing_dir": "config.json: cannot read", "bad_activation": "hidden_act 'silu'",
-          "unknown_tensor": "rotary.inv_freq"}[case] in last_line
+          "unknown_tensor": "rotary.inv_freq",
+          "weights_contradict_config": "the weights do not fit its config.json: "
+                                       "bert/embeddings/word_embeddings is [4, 2], the config's "
+                                       "[vocab_size, hidden_size] [30522, 384]"}[case] in last_line
   assert not (tmp_path / "out" / "bert_model.ckpt.index").exists()

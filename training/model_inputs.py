@@ -43,17 +43,9 @@ def check_init_checkpoint(init_checkpoint, bert_config, config_file, allow_parti
   (unless `allow_partial`), width or vocabulary than the config: read from the checkpoint's
   index alone, before any data is processed; the load itself checks every variable."""
   prefix = checkpoint_io.resolve_checkpoint(init_checkpoint)
-  shapes = dict(checkpoint_io.list_checkpoint_variables(prefix))
-  layers = {name.split("/")[2] for name in shapes if name.startswith("bert/encoder/layer_")}
-  found = []
-  if layers and len(layers) != bert_config.num_hidden_layers and not allow_partial:
-    found.append(f"the checkpoint has {len(layers)} encoder layers, the config "
-                 f"{bert_config.num_hidden_layers}")
-  embeddings = shapes.get("bert/embeddings/word_embeddings")
-  if embeddings is not None and list(embeddings) != [bert_config.vocab_size,
-                                                     bert_config.hidden_size]:
-    found.append(f"its word embeddings are {list(embeddings)}, the config's [vocab_size, "
-                 f"hidden_size] [{bert_config.vocab_size}, {bert_config.hidden_size}]")
+  found = checkpoint_io.encoder_mismatches(
+      dict(checkpoint_io.list_checkpoint_variables(prefix)), bert_config,
+      compare_depth=not allow_partial)
   if found:
     raise checkpoint_io.CheckpointError(f"{prefix} does not fit {config_file}: "
                                         + "; ".join(found))
