@@ -1,7 +1,12 @@
-"""Classification metrics against values computed by hand, and padding rows that never count."""
+"""Classification metrics against values computed by hand and against scikit-learn / SciPy on
+random inputs, and padding rows that never count."""
+
+import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn import metrics as sklearn_metrics
 
 from data import classification_metrics as metrics
 from training import classifier_task
@@ -113,3 +118,77 @@ def test_output_values():
   np.testing.assert_allclose(metrics.output_values(metrics.MULTI_LABEL, np.array([[0.0]])),
                              [[0.5]])
   np.testing.assert_allclose(metrics.output_values(metrics.REGRESSION, np.array([[4.2]])), [[4.2]])
+
+
+def _random_case(seed):
+  """Random labels and predictions of 2-4 classes (sometimes constant, sometimes close to the
+  labels), random padding rows, and scores with ties."""
+  rng = np.random.default_rng(seed)
+  size, num_classes = int(rng.integers(1, 120)), int(rng.integers(2, 5))
+  labels = rng.integers(0, num_classes, size)
+  style = seed % 4
+  if style == 0:
+    predictions = np.full(size, int(rng.integers(0, num_classes)))
+  elif style == 1:
+    predictions = np.where(rng.random(size) < 0.7, labels, rng.integers(0, num_classes, size))
+  else:
+    predictions = rng.integers(0, num_classes, size)
+  weights = (rng.random(size) < 0.8).astype(np.float32)
+  weights[0] = 1.0
+  scores = np.round(labels + rng.normal(0, 1.5, size), 1 if seed % 2 else 3)
+  return labels, predictions, weights, scores, num_classes
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_classification_metrics_equal_scikit_learn_on_random_inputs(seed):
+  labels, predictions, weights, _, num_classes = _random_case(seed)
+  real = weights > 0
+  gold, guess = labels[real], predictions[real]
+  assert metrics.accuracy(predictions, labels, weights) == pytest.approx(
+      sklearn_metrics.accuracy_score(gold, guess), abs=1e-12)
+  assert metrics.f1(predictions, labels, weights) == pytest.approx(
+      sklearn_metrics.f1_score(gold == 1, guess == 1, zero_division=0), abs=1e-12)
+  assert metrics.matthews_corrcoef(predictions, labels, weights) == pytest.approx(
+      sklearn_metrics.matthews_corrcoef(gold, guess), abs=1e-12)
+  names = [f"c{index}" for index in range(num_classes)]
+  precision, recall, _, _ = sklearn_metrics.precision_recall_fscore_support(
+      gold, guess, labels=list(range(num_classes)), zero_division=0)
+  ours = metrics.per_class_precision_recall(predictions, labels, weights, names)
+  for index, name in enumerate(names):
+    assert ours[f"precision_{name}"] == pytest.approx(precision[index], abs=1e-12)
+    assert ours[f"recall_{name}"] == pytest.approx(recall[index], abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_multi_label_f1_equals_scikit_learns_micro_f1(seed):
+  rng = np.random.default_rng(seed)
+  # At least 2 labels: scikit-learn reads a 1-column matrix as a binary vector, whose "micro" F1
+  # counts both classes.
+  size, num_labels = int(rng.integers(1, 60)), int(rng.integers(2, 6))
+  labels = (rng.random((size, num_labels)) < 0.3).astype(np.int64)
+  predictions = np.where(rng.random((size, num_labels)) < 0.6, labels,
+                         (rng.random((size, num_labels)) < 0.3).astype(np.int64))
+  weights = (rng.random(size) < 0.8).astype(np.float32)
+  weights[0] = 1.0
+  real = weights > 0
+  assert metrics.f1(predictions, labels, weights) == pytest.approx(
+      sklearn_metrics.f1_score(labels[real], predictions[real], average="micro",
+                               zero_division=0), abs=1e-12)
+  assert metrics.accuracy(predictions, labels, weights) == pytest.approx(
+      sklearn_metrics.accuracy_score(labels[real], predictions[real]), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_correlations_equal_scipy_on_random_inputs_with_ties(seed):
+  labels, _, weights, scores, _ = _random_case(seed)
+  real = weights > 0
+  gold, predicted = labels[real].astype(np.float64), scores[real]
+  with warnings.catch_warnings():
+    # Both sides give NaN for a constant input; only SciPy warns about it.
+    warnings.simplefilter("ignore")
+    expected_pearson = stats.pearsonr(predicted, gold)[0] if len(gold) > 1 else np.nan
+    expected_spearman = stats.spearmanr(predicted, gold)[0] if len(gold) > 1 else np.nan
+    ours_pearson = metrics.pearson(scores, labels, weights)
+    ours_spearman = metrics.spearman(scores, labels, weights)
+  np.testing.assert_allclose(ours_pearson, expected_pearson, atol=1e-12, equal_nan=True)
+  np.testing.assert_allclose(ours_spearman, expected_spearman, atol=1e-12, equal_nan=True)

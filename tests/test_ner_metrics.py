@@ -1,6 +1,9 @@
-"""The conlleval entity scorer on hand-made IOB1, IOB2 and IOBES sequences."""
+"""The conlleval entity scorer on hand-made IOB1, IOB2 and IOBES sequences, and against seqeval's
+conlleval-compatible default mode on random ones."""
 
+import numpy as np
 import pytest
+from seqeval import metrics as seqeval_metrics
 
 from data import ner_metrics
 
@@ -50,3 +53,43 @@ def test_iob1_and_iob2_spellings_of_the_same_entities_score_perfectly():
 def test_misaligned_predictions_are_an_error():
   with pytest.raises(ValueError, match="sentence 0: 2 gold tags but 1 predicted"):
     ner_metrics.score([["O", "O"]], [["O"]])
+
+
+def _random_tags(rng, length, scheme):
+  """Tags of `scheme` (IOB1, IOB2 or IOBES prefixes) drawn at random: invalid sequences (I- after
+  O, E- without B-, type changes inside a span) included on purpose."""
+  prefixes = {"iob": ["B", "I"], "iobes": ["B", "I", "E", "S"]}[scheme]
+  tags = []
+  for _ in range(length):
+    if rng.random() < 0.4:
+      tags.append("O")
+    else:
+      tags.append(f"{rng.choice(prefixes)}-{rng.choice(['PER', 'LOC', 'ORG'])}")
+  return tags
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_scores_equal_seqeval_conlleval_mode_on_random_tags(seed):
+  rng = np.random.default_rng(seed)
+  scheme = "iob" if seed % 2 else "iobes"
+  gold, predicted = [], []
+  for _ in range(int(rng.integers(1, 12))):
+    length = int(rng.integers(1, 15))
+    gold.append(_random_tags(rng, length, scheme))
+    # Half of the predicted tags copy the gold ones, so that some entities match.
+    predicted.append([g if rng.random() < 0.5 else t
+                      for g, t in zip(gold[-1], _random_tags(rng, length, scheme))])
+  ours = ner_metrics.score(gold, predicted)
+  for name in ("precision", "recall", "f1"):
+    expected = getattr(seqeval_metrics, f"{name}_score")(gold, predicted, zero_division=0)
+    assert ours[name] == pytest.approx(expected, abs=1e-12), name
+  report = seqeval_metrics.classification_report(gold, predicted, output_dict=True,
+                                                 zero_division=0)
+  for entity_type in ("PER", "LOC", "ORG"):
+    if entity_type in report:
+      assert ours[f"precision_{entity_type}"] == pytest.approx(
+          report[entity_type]["precision"], abs=1e-12)
+      assert ours[f"recall_{entity_type}"] == pytest.approx(report[entity_type]["recall"],
+                                                            abs=1e-12)
+      assert ours[f"f1_{entity_type}"] == pytest.approx(report[entity_type]["f1-score"],
+                                                        abs=1e-12)
