@@ -4,8 +4,6 @@ Example:
   python learn_vocab.py --input_file='corpus/*.txt' --vocab_file=vocab.txt --vocab_size=30522
 """
 
-import sys
-
 from absl import flags
 from absl import logging
 
@@ -35,22 +33,21 @@ flags.mark_flags_as_required(["input_file", "vocab_file"])
 
 def main(argv):
   del argv
+  files = file_patterns.expand_globs(FLAGS.input_file)
+  stats = text_files.DecodeStats()
+  lines = (line for path in files for line in text_files.read_lines(path, stats))
+  word_counts = vocab_learning.count_words(lines, FLAGS.do_lower_case)
+  logging.info("counted %d distinct words in %d lines of %d file(s); %d line(s) held "
+               "undecodable bytes (replaced)", len(word_counts), stats.lines, len(files),
+               stats.undecodable_lines)
+  if not word_counts:
+    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no words in {len(files)} file(s)")
   try:
-    files = file_patterns.expand_globs(FLAGS.input_file)
-    stats = text_files.DecodeStats()
-    lines = (line for path in files for line in text_files.read_lines(path, stats))
-    word_counts = vocab_learning.count_words(lines, FLAGS.do_lower_case)
-    logging.info("counted %d distinct words in %d lines of %d file(s); %d line(s) held "
-                 "undecodable bytes (replaced)", len(word_counts), stats.lines, len(files),
-                 stats.undecodable_lines)
-    if not word_counts:
-      raise ValueError(f"--input_file={FLAGS.input_file}: no words in {len(files)} file(s)")
     vocab = vocab_learning.learn_vocab(word_counts, FLAGS.vocab_size, FLAGS.num_unused,
-                                         FLAGS.min_count)
-    vocab_learning.write_vocab(vocab, FLAGS.vocab_file)
-  except (ValueError, OSError) as error:
-    logging.error("%s", error)
-    sys.exit(1)
+                                       FLAGS.min_count)
+  except ValueError as error:
+    raise cli.UsageError(str(error)) from None
+  vocab_learning.write_vocab(vocab, FLAGS.vocab_file)
   logging.info("wrote %d entries to %s", len(vocab), FLAGS.vocab_file)
 
 

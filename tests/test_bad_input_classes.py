@@ -268,3 +268,53 @@ def test_a_checkpoint_that_does_not_fit_the_config_fails_before_any_work(
       "encoder layers, the config 2"))
   assert not list((tmp_path / "out").glob("model.ckpt-*"))
   assert not (tmp_path / "export").exists()
+
+
+# script -> (flag overrides writing its input with a byte that is not UTF-8, what it does then:
+# "reads" (the bad bytes replaced and counted, as the original's tokenizer dropped them) or the
+# message naming the file). Structured formats (TSV/CSV, JSON) are refused: a replaced byte
+# there could be a delimiter or quote the file did not hold.
+LATIN1 = "café au lait\n\nun thé\n".encode("latin-1")
+
+
+def _undecodable_input(script, tmp_path):
+  data_dir = tmp_path / "latin1"
+  data_dir.mkdir()
+  if script in ("create_pretraining_data.py", "learn_vocab.py", "extract_features.py"):
+    (data_dir / "input.txt").write_bytes(LATIN1)
+    return {"input_file": str(data_dir / "input.txt")}, "reads"
+  if script == "run_ner.py":
+    (data_dir / "train.txt").write_bytes("Zürich B-LOC\nis O\n\nParis B-LOC\n".encode("latin-1"))
+    return {"data_dir": str(data_dir)}, "reads"
+  if script == "run_classifier.py":
+    (data_dir / "train.tsv").write_bytes("sentence\tlabel\ncafé\ta\nthé\tb\n".encode("latin-1"))
+    return {"data_dir": str(data_dir)}, f"{data_dir / 'train.tsv'}: not UTF-8 text"
+  if script == "run_multiple_choice.py":
+    (data_dir / "train.jsonl").write_bytes('{"context": "café"}\n'.encode("latin-1"))
+    return {"data_dir": str(data_dir)}, f"{data_dir / 'train.jsonl'}: not UTF-8 text"
+  (data_dir / "train.json").write_bytes('{"version": "v2.0", "data": ["café"]}'.encode("latin-1"))
+  return {"train_file": str(data_dir / "train.json")}, f"{data_dir / 'train.json'}: not valid JSON"
+
+
+@pytest.mark.parametrize("script", ["create_pretraining_data.py", "learn_vocab.py",
+                                    "extract_features.py", *FINE_TUNING_RUNNERS])
+def test_undecodable_input_is_read_or_refused_in_one_line_by_every_reader(
+    model_files, tmp_path, script):
+  vocab_file, write_config = model_files
+  config_file = write_config()
+  overrides, expected = _undecodable_input(script, tmp_path)
+  if script == "extract_features.py":
+    model = pretraining_model.BertPretrainingModel(bert_config.BertConfig.from_json_file(config_file))
+    overrides["init_checkpoint"] = checkpoint_io.write_checkpoint(
+        str(tmp_path / "model" / "bert_model.ckpt"), model.name_to_variable())
+    overrides["layers"] = "-1"
+  flags = _flags(script, tmp_path, vocab_file, config_file, **overrides)
+  if script in FINE_TUNING_RUNNERS:
+    flags += ["--num_train_epochs=1", "--train_batch_size=2"]
+  result = scripts.run_script(script, *flags, timeout=300)
+  if expected == "reads":
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "not valid UTF-8" in result.stderr or "undecodable" in result.stderr.lower() or (
+        "U+FFFD" in result.stderr), result.stderr[-2000:]
+  else:
+    _assert_one_line_error(result, script, re.escape(expected))
