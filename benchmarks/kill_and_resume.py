@@ -69,13 +69,15 @@ def _prepare(work):
 
 def _commands(work, vocab, config):
   """Task name -> (command for an output directory, final step)."""
-  pretraining_steps, classifier_epochs = 60, 12
+  # Long enough that training, not start-up, fills most of a run: most kills land between
+  # checkpoints, in a checkpoint write, or in the pruning.
+  pretraining_steps, classifier_epochs = 600, 80
   return {
       "pretraining": (lambda out: [
           "run_pretraining.py", f"--input_file={work / 'pretraining.tfrecord'}",
           f"--output_dir={out}", f"--bert_config_file={config}", "--do_train",
           f"--num_train_steps={pretraining_steps}", "--train_batch_size=8",
-          "--max_seq_length=32", "--max_predictions_per_seq=5", "--save_checkpoints_steps=10",
+          "--max_seq_length=32", "--max_predictions_per_seq=5", "--save_checkpoints_steps=50",
           f"--keep_checkpoint_max={KEEP}", "--learning_rate=1e-3",
           "--distribution_strategy=one_device"], pretraining_steps),
       "fine-tuning": (lambda out: [
@@ -83,7 +85,7 @@ def _commands(work, vocab, config):
           f"--vocab_file={vocab}", f"--bert_config_file={config}", f"--output_dir={out}",
           "--do_train", "--do_eval", "--max_seq_length=32", "--train_batch_size=8",
           f"--num_train_epochs={classifier_epochs}", "--learning_rate=1e-3",
-          "--save_checkpoints_steps=10", f"--keep_checkpoint_max={KEEP}",
+          "--save_checkpoints_steps=50", f"--keep_checkpoint_max={KEEP}",
           f"--export_dir={out}/export",
           "--distribution_strategy=one_device"], int(42 / 8 * classifier_epochs)),
   }
