@@ -133,7 +133,6 @@ def check_flags(config):
     raise cli.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}")
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
   model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
-  model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, config, FLAGS.bert_config_file)
   if not tf.io.gfile.exists(FLAGS.input_file) or tf.io.gfile.isdir(FLAGS.input_file):
     raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
   num_lines, first_pair = scan_input(FLAGS.input_file)
@@ -143,6 +142,7 @@ def check_flags(config):
     model_inputs.check_segments(2, config, FLAGS.bert_config_file,
                                 f"--input_file={FLAGS.input_file}: line {first_pair} is a text "
                                 "pair ('A ||| B')")
+  model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, config, FLAGS.bert_config_file)
   return num_lines
 
 

@@ -58,15 +58,17 @@ def write_checkpoint(prefix, named_tensors):
 
 
 def resolve_checkpoint(path):
-  """Returns the checkpoint prefix for `path`: a prefix, or a directory's latest checkpoint."""
+  """Returns the checkpoint prefix for `path`: a prefix, or a directory's latest checkpoint. (The
+  prefix test comes first: file systems that match names by prefix, as `ram://`, call a prefix
+  with files under it a directory.)"""
+  if tf.io.gfile.exists(path + INDEX_SUFFIX):
+    return path
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
       raise CheckpointError(f"{path}: directory holds no checkpoint (no 'checkpoint' state file)")
     return latest
-  if not tf.io.gfile.exists(path + INDEX_SUFFIX):
-    raise CheckpointError(f"{path}: no such checkpoint ({path}{INDEX_SUFFIX} does not exist)")
-  return path
+  raise CheckpointError(f"{path}: no such checkpoint ({path}{INDEX_SUFFIX} does not exist)")
 
 
 def _reader(prefix):

@@ -11,6 +11,7 @@ Usage:
 Exits with the script's exit status.
 """
 
+import atexit
 import json
 import os
 import runpy
@@ -31,7 +32,10 @@ def copy_tree(source, target):
     destination = target if name == source else os.path.join(target,
                                                               os.path.relpath(name, source))
     tf.io.gfile.makedirs(os.path.dirname(destination))
-    tf.io.gfile.copy(name, destination, overwrite=True)
+    # ram:// appends to a file that exists instead of replacing it.
+    if tf.io.gfile.exists(destination):
+      tf.io.gfile.remove(destination)
+    tf.io.gfile.copy(name, destination)
 
 
 def ram_files():
@@ -64,6 +68,9 @@ def main(argv):
     status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     if isinstance(exit_.code, str):
       print(exit_.code, file=sys.stderr)
+  # The script's exit handlers (which release its output directory's lock) run now, as they would
+  # when its own process ends, so that what is copied out is what the script leaves.
+  atexit._run_exitfuncs()
   if status == 0:
     for source, target in copies_out:
       copy_tree(source, target)

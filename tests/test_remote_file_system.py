@@ -79,6 +79,8 @@ def ram_model(tiny_model, tmp_path_factory):
       copy_out=[("ram://pretrained", work / "pretrained")])
   assert "ram://pretrained/model.ckpt-2.index" in listed
   assert "ram://pretrained/eval_results.txt" in listed
+  assert "ram://pretrained/bert_config.json" in listed
+  assert "ram://pretrained/.lock" not in listed
   assert any(name.startswith("ram://pretrained/events.out") or "/train/" in name
              or "events.out" in name for name in listed)
   return work, model_in
@@ -112,8 +114,7 @@ def test_export_extract_and_convert_read_and_write_only_ram(ram_model):
 
   listed = run_on_ram(work, "convert_checkpoint.py", [
       "--direction=bert_to_hf", "--input_dir=ram://pretrained", "--output_dir=ram://hf"],
-      copy_in=[*checkpoint_in, (model_in[0][0], "ram://pretrained/vocab.txt"),
-               (model_in[1][0], "ram://pretrained/bert_config.json")],
+      copy_in=[*checkpoint_in, (model_in[0][0], "ram://pretrained/vocab.txt")],
       copy_out=[("ram://hf", work / "hf")])
   assert {"ram://hf/config.json", "ram://hf/model.safetensors", "ram://hf/vocab.txt"} <= set(
       listed)
