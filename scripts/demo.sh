@@ -235,3 +235,29 @@ for sentence, label, probabilities in zip(sentences, outputs["label"].numpy(),
                                           outputs["probabilities"].numpy()):
   print(f"  {label.decode():7} ({probabilities.max():.2f})  {sentence}")
 PY
+
+stage "12. Bad input stops a run before any work; a run killed with SIGKILL resumes"
+"$PYTHON" - "$DEMO_DIR" <<'PY'
+import json, sys
+config = json.load(open(f"{sys.argv[1]}/bert_config.json"))
+json.dump(dict(config, hidden_act="relu"), open(f"{sys.argv[1]}/bert_config_relu.json", "w"))
+PY
+pretraining_flags=(--input_file="$DEMO_DIR/pretraining_data.tfrecord"
+  --output_dir="$DEMO_DIR/pretraining_output" --do_train --max_seq_length=64
+  --max_predictions_per_seq=10 --train_batch_size=32 --num_train_steps=800 --num_warmup_steps=40
+  --learning_rate=1e-3 --save_checkpoints_steps=100 --distribution_strategy=one_device
+  --alsologtostderr=false)
+echo "Resuming the pretraining run with another hidden_act than it was trained with:"
+{ "$PYTHON" run_pretraining.py "${pretraining_flags[@]}" \
+    --bert_config_file="$DEMO_DIR/bert_config_relu.json" 2>&1 || true; } | tail -n 1
+echo "Continuing it to step 800, killed with SIGKILL after 15 s:"
+"$PYTHON" run_pretraining.py "${pretraining_flags[@]}" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" 2>/dev/null &
+sleep 15
+kill -9 $! 2>/dev/null || true
+wait $! 2>/dev/null || true
+echo "  left behind: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')"
+"$PYTHON" run_pretraining.py "${pretraining_flags[@]}" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" 2>&1 | { grep -E "taking over|Resum|step 800" || true; } \
+  | sed -e 's/^.*\] /  /'
+echo "  after the rerun: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')"
