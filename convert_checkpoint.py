@@ -14,8 +14,8 @@ of every runner. bert_to_hf goes back (optimizer slots and `global_step` are dro
 from absl import flags
 from absl import logging
 
+from base import cli
 from modeling import hf_conversion
-from training import cli
 
 FLAGS = flags.FLAGS
 

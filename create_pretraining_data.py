@@ -17,10 +17,11 @@ import sys
 from absl import flags
 from absl import logging
 
+from base import cli
+from base import errors
 from data import file_patterns
 from data import pretraining_data_writer
 from data import tokenization
-from training import cli
 
 FLAGS = flags.FLAGS
 
@@ -70,23 +71,23 @@ def output_paths():
 
 
 def check_flags():
-  """Raises cli.UsageError naming the first flag that cannot work."""
+  """Raises errors.UsageError naming the first flag that cannot work."""
   if FLAGS.max_seq_length < 5:
-    raise cli.UsageError(f"--max_seq_length={FLAGS.max_seq_length}: must be at least 5 "
+    raise errors.UsageError(f"--max_seq_length={FLAGS.max_seq_length}: must be at least 5 "
                          "([CLS] A [SEP] B [SEP] with one token each)")
   if not 0.0 < FLAGS.masked_lm_prob <= 1.0:
-    raise cli.UsageError(f"--masked_lm_prob={FLAGS.masked_lm_prob}: must be in (0, 1]")
+    raise errors.UsageError(f"--masked_lm_prob={FLAGS.masked_lm_prob}: must be in (0, 1]")
   if not 0.0 <= FLAGS.short_seq_prob <= 1.0:
-    raise cli.UsageError(f"--short_seq_prob={FLAGS.short_seq_prob}: must be in [0, 1]")
+    raise errors.UsageError(f"--short_seq_prob={FLAGS.short_seq_prob}: must be in [0, 1]")
   for name in ("dupe_factor", "max_predictions_per_seq", "num_workers", "shard_documents"):
     if FLAGS[name].value < 1:
-      raise cli.UsageError(f"--{name}={FLAGS[name].value}: must be at least 1")
+      raise errors.UsageError(f"--{name}={FLAGS[name].value}: must be at least 1")
   if FLAGS.num_output_shards is not None and FLAGS.num_output_shards < 1:
-    raise cli.UsageError(f"--num_output_shards={FLAGS.num_output_shards}: must be at least 1")
+    raise errors.UsageError(f"--num_output_shards={FLAGS.num_output_shards}: must be at least 1")
   # The original silently capped full-length sequences below masked_lm_prob.
   needed = int(round(FLAGS.max_seq_length * FLAGS.masked_lm_prob))
   if FLAGS.max_predictions_per_seq < needed:
-    raise cli.UsageError(
+    raise errors.UsageError(
         f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq} is smaller than "
         f"round(max_seq_length * masked_lm_prob) = {needed}: full-length sequences would mask "
         f"less than --masked_lm_prob={FLAGS.masked_lm_prob} of their tokens")
@@ -105,7 +106,7 @@ def main(argv):
   check_flags()
   outputs = output_paths()
   if not outputs:
-    raise cli.UsageError("--output_file is empty")
+    raise errors.UsageError("--output_file is empty")
   inputs = file_patterns.expand_globs(FLAGS.input_file, "input_file")
   tokenization.load_vocab(FLAGS.vocab_file)
   settings = pretraining_data_writer.Settings(
@@ -123,7 +124,7 @@ def main(argv):
         shard_documents=FLAGS.shard_documents, compression_type="GZIP" if FLAGS.gzip else None,
         start_method=_worker_start_method())
   except pretraining_data_writer.NoDocumentsError as error:
-    raise cli.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
+    raise errors.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
   logging.info("Wrote %d instances from %d documents to %d file(s) in %.1f s; statistics in %s",
                stats["instances"], stats["documents"], len(outputs), stats["seconds"],
                pretraining_data_writer.stats_path(outputs[0]))

@@ -15,6 +15,7 @@ Example:
 from absl import flags
 from absl import logging
 
+from base import cli
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
@@ -22,7 +23,6 @@ from modeling import pretraining_model
 from modeling import sentence_pooling
 from serving import encoder_server
 from serving import saved_model_export
-from training import cli
 from training import flags as training_flags
 from training import model_inputs
 
@@ -44,7 +44,7 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "init_checkpoint
 
 
 def check_flags(config):
-  """Raises `cli.UsageError` for a `--max_seq_length` or vocab the model cannot take, and
+  """Raises `errors.UsageError` for a `--max_seq_length` or vocab the model cannot take, and
   `tokenization.VocabError` for a casing that contradicts a released checkpoint's name."""
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
   model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)

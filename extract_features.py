@@ -19,8 +19,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from data import atomic_files
-from data import progress
+from base import atomic_files
+from base import cli
+from base import errors
+from base import progress
 from data import sequence_pairs
 from data import text_files
 from data import tokenization
@@ -28,7 +30,6 @@ from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import sentence_pooling
-from training import cli
 from training import model_inputs
 
 FLAGS = flags.FLAGS
@@ -73,10 +74,10 @@ def parse_layers(layers, num_hidden_layers):
   try:
     indices = [int(x) for x in layers.split(",")]
   except ValueError:
-    raise cli.UsageError(f"--layers={layers!r}: expected comma-separated integers") from None
+    raise errors.UsageError(f"--layers={layers!r}: expected comma-separated integers") from None
   for index in indices:
     if not -num_hidden_layers <= index < num_hidden_layers:
-      raise cli.UsageError(f"--layers: {index} is out of range for {num_hidden_layers} layers")
+      raise errors.UsageError(f"--layers: {index} is out of range for {num_hidden_layers} layers")
   return indices
 
 
@@ -125,19 +126,19 @@ def scan_input(path):
 
 
 def check_flags(config):
-  """Raises `cli.UsageError` for flags the model or the input cannot take; returns the number of
+  """Raises `errors.UsageError` for flags the model or the input cannot take; returns the number of
   input lines."""
   if FLAGS.use_tpu:
-    raise cli.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
+    raise errors.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
   if FLAGS.batch_size <= 0:
-    raise cli.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}")
+    raise errors.UsageError(f"--batch_size must be positive, got {FLAGS.batch_size}")
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, config, FLAGS.bert_config_file)
   model_inputs.check_vocab(FLAGS.vocab_file, config, FLAGS.bert_config_file)
   if not tf.io.gfile.exists(FLAGS.input_file) or tf.io.gfile.isdir(FLAGS.input_file):
-    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no such file")
+    raise errors.UsageError(f"--input_file={FLAGS.input_file}: no such file")
   num_lines, first_pair = scan_input(FLAGS.input_file)
   if not num_lines:
-    raise cli.UsageError(f"--input_file={FLAGS.input_file}: the file is empty")
+    raise errors.UsageError(f"--input_file={FLAGS.input_file}: the file is empty")
   if first_pair is not None:
     model_inputs.check_segments(2, config, FLAGS.bert_config_file,
                                 f"--input_file={FLAGS.input_file}: line {first_pair} is a text "

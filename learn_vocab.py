@@ -7,10 +7,11 @@ Example:
 from absl import flags
 from absl import logging
 
+from base import cli
+from base import errors
 from data import file_patterns
 from data import text_files
 from data import vocab_learning
-from training import cli
 
 FLAGS = flags.FLAGS
 
@@ -41,12 +42,12 @@ def main(argv):
                "undecodable bytes (replaced)", len(word_counts), stats.lines, len(files),
                stats.undecodable_lines)
   if not word_counts:
-    raise cli.UsageError(f"--input_file={FLAGS.input_file}: no words in {len(files)} file(s)")
+    raise errors.UsageError(f"--input_file={FLAGS.input_file}: no words in {len(files)} file(s)")
   try:
     vocab = vocab_learning.learn_vocab(word_counts, FLAGS.vocab_size, FLAGS.num_unused,
                                        FLAGS.min_count)
   except ValueError as error:
-    raise cli.UsageError(str(error)) from None
+    raise errors.UsageError(str(error)) from None
   vocab_learning.write_vocab(vocab, FLAGS.vocab_file)
   logging.info("wrote %d entries to %s", len(vocab), FLAGS.vocab_file)
 

@@ -23,7 +23,9 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import cli
+from base import errors
 from data import classification_metrics
 from data import classifier_features
 from data import classifier_processors
@@ -32,13 +34,12 @@ from data import tokenization
 from modeling import bert_config as bert_config_lib
 from serving import classifier_server
 from training import classifier_task
-from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
-from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
+from training import model_inputs
 
 FLAGS = flags.FLAGS
 
@@ -73,13 +74,13 @@ def make_processor():
   name = FLAGS.task_name.lower()
   if name in classifier_processors.GENERIC_TASKS:
     if FLAGS.multi_label and FLAGS.regression:
-      raise cli.UsageError("--multi_label and --regression exclude each other")
+      raise errors.UsageError("--multi_label and --regression exclude each other")
     return classifier_processors.GenericProcessor(
         name, FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.has_header,
         FLAGS.label_list, FLAGS.multi_label, FLAGS.label_separator, FLAGS.regression)
   processors = classifier_processors.glue_processors(FLAGS.xnli_language)
   if name not in processors:
-    raise cli.UsageError(f"--task_name={FLAGS.task_name}: unknown task; known tasks: "
+    raise errors.UsageError(f"--task_name={FLAGS.task_name}: unknown task; known tasks: "
                          f"{', '.join(classifier_processors.task_names())}")
   return processors[name]
 
@@ -87,7 +88,7 @@ def make_processor():
 def check_flags(bert_config):
   fine_tuning.check_flags(FLAGS, bert_config)
   if not tf.io.gfile.isdir(FLAGS.data_dir):
-    raise cli.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
+    raise errors.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
 
 
 def read_examples(processor, split, bert_config):

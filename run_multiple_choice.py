@@ -25,7 +25,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import cli
+from base import errors
 from data import classification_metrics
 from data import file_patterns
 from data import multiple_choice
@@ -35,13 +37,12 @@ from data import tokenization
 from modeling import bert_config as bert_config_lib
 from serving import multiple_choice_server
 from training import classifier_task
-from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
-from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
+from training import model_inputs
 from training import multiple_choice_task
 
 FLAGS = flags.FLAGS
@@ -73,10 +74,10 @@ def check_flags(bert_config):
   model_inputs.check_segments(2, bert_config, FLAGS.bert_config_file,
                               "each choice packs context and ending as two segments")
   if FLAGS.task_name.lower() not in multiple_choice.TASKS:
-    raise cli.UsageError(f"--task_name={FLAGS.task_name}: unknown task; known tasks: "
+    raise errors.UsageError(f"--task_name={FLAGS.task_name}: unknown task; known tasks: "
                          f"{', '.join(multiple_choice.TASKS)}")
   if FLAGS.data_dir and not tf.io.gfile.isdir(FLAGS.data_dir):
-    raise cli.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
+    raise errors.UsageError(f"--data_dir={FLAGS.data_dir}: no such directory")
 
 
 def split_path(split):
@@ -85,7 +86,7 @@ def split_path(split):
   if FLAGS[flag_name].value:
     return FLAGS[flag_name].value
   if not FLAGS.data_dir:
-    raise cli.UsageError(f"--{flag_name} or --data_dir is required")
+    raise errors.UsageError(f"--{flag_name} or --data_dir is required")
   return os.path.join(FLAGS.data_dir,
                       multiple_choice.DEFAULT_FILES[FLAGS.task_name.lower()][split])
 

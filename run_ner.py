@@ -21,6 +21,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from base import cli
+from base import errors
 from data import conll
 from data import file_patterns
 from data import ner_features
@@ -29,7 +31,6 @@ from data import schemas
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from serving import tagger_server
-from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
@@ -60,7 +61,7 @@ def data_file(flag_name, default_name):
   path = FLAGS[flag_name].value or (os.path.join(FLAGS.data_dir, default_name)
                                      if FLAGS.data_dir else None)
   if path is None:
-    raise cli.UsageError(f"--{flag_name} or --data_dir is required")
+    raise errors.UsageError(f"--{flag_name} or --data_dir is required")
   return path
 
 

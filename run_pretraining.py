@@ -15,10 +15,11 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from base import cli
+from base import errors
 from data import schemas
 from modeling import bert_config as bert_config_lib
 from modeling import optimization
-from training import cli
 from training import distribution
 from training import engine
 from training import flags as training_flags
@@ -47,14 +48,14 @@ flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 
 def check_flags(bert_config):
   if not FLAGS.do_train and not FLAGS.do_eval:
-    raise cli.UsageError("at least one of --do_train or --do_eval must be true")
+    raise errors.UsageError("at least one of --do_train or --do_eval must be true")
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, bert_config, FLAGS.bert_config_file)
   for name in ("max_predictions_per_seq", "train_batch_size",
                "eval_batch_size", "num_train_steps", "learning_rate"):
     if FLAGS[name].value <= 0:
-      raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
+      raise errors.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
   if FLAGS.num_warmup_steps < 0:
-    raise cli.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
+    raise errors.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
   if not FLAGS.do_train:
     training_flags.check_weights_exist(FLAGS)
   if FLAGS.init_checkpoint and not tf.train.latest_checkpoint(FLAGS.output_dir):

@@ -25,6 +25,8 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from base import cli
+from base import errors
 from data import schemas
 from data import squad_examples
 from data import squad_features
@@ -33,13 +35,12 @@ from data import squad_postprocessing
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from serving import squad_server
-from training import cli
 from training import distribution
 from training import engine
 from training import fine_tuning
-from training import model_inputs
 from training import flags as training_flags
 from training import input_pipeline
+from training import model_inputs
 from training import squad_task
 
 FLAGS = flags.FLAGS
@@ -72,19 +73,19 @@ _VERBOSE_EXAMPLES = 20
 def check_flags(bert_config):
   """The original's checks (plus the shared fine-tuning ones), before any file is read."""
   if FLAGS.do_train and not FLAGS.train_file:
-    raise cli.UsageError("--do_train needs --train_file")
+    raise errors.UsageError("--do_train needs --train_file")
   if FLAGS.do_predict and not FLAGS.predict_file:
-    raise cli.UsageError("--do_predict needs --predict_file")
+    raise errors.UsageError("--do_predict needs --predict_file")
   fine_tuning.check_flags(FLAGS, bert_config)
   model_inputs.check_segments(2, bert_config, FLAGS.bert_config_file,
                               "SQuAD packs question and context as two segments")
   if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-    raise cli.UsageError(
+    raise errors.UsageError(
         f"--max_seq_length={FLAGS.max_seq_length} leaves no room for the context: it must be "
         f"more than --max_query_length + 3 = {FLAGS.max_query_length + 3}")
   for name in ("doc_stride", "n_best_size", "max_answer_length"):
     if FLAGS[name].value <= 0:
-      raise cli.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
+      raise errors.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
 
 
 def log_windows(features, examples):

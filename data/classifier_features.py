@@ -9,10 +9,10 @@ and no metric counts the padding (the original did so on TPU only).
 
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import progress
 from data import classifier_processors
 from data import file_patterns
-from data import progress
 from data import schemas
 from data import sequence_pairs
 

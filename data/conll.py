@@ -10,7 +10,7 @@ import re
 
 from absl import logging
 
-from data import atomic_files
+from base import atomic_files
 from data import file_patterns
 from data import text_files
 

@@ -2,8 +2,10 @@
 
 import tensorflow as tf
 
+from base import errors
 
-class InputError(ValueError):
+
+class InputError(errors.UserError, ValueError):
   """An input flag names no usable file."""
 
 

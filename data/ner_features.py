@@ -13,9 +13,9 @@ import dataclasses
 
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import progress
 from data import file_patterns
-from data import progress
 from data import schemas
 
 IGNORED_LABEL = -1

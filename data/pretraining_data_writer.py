@@ -31,13 +31,14 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
+from base import progress
 from data import graph_tokenization
 from data import instance_batches
 from data import instance_layout
 from data import pretraining_examples
 from data import pretraining_instances
-from data import progress
 from data import text_files
 from data import tokenization
 from data import vectorized_masking
@@ -360,11 +361,11 @@ _COPY_BYTES = 16 << 20
 _PARTS_PREFIX = "create_pretraining_data-parts-"
 
 
-class WorkerDiedError(RuntimeError):
+class WorkerDiedError(errors.UserError, RuntimeError):
   """A worker process ended (a signal, the out-of-memory killer) without finishing its shard."""
 
 
-class NoDocumentsError(ValueError):
+class NoDocumentsError(errors.UserError, ValueError):
   """The input held no document with any word piece."""
 
 

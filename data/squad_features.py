@@ -12,8 +12,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from data import atomic_files
-from data import progress
+from base import atomic_files
+from base import progress
 from data import schemas
 
 FIRST_UNIQUE_ID = 1000000000

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 
-from data import atomic_files
+from base import atomic_files
 from data import tokenization
 
 

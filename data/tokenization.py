@@ -13,6 +13,8 @@ import unicodedata
 
 import tensorflow as tf
 
+from base import errors
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # The original's eight CJK Unified Ideograph ranges (`_is_chinese_char`). Hangul, Hiragana and
@@ -37,7 +39,7 @@ _CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
                  "multi_cased_L-12_H-768_A-12")
 
 
-class VocabError(ValueError):
+class VocabError(errors.UserError, ValueError):
   """A vocabulary file is missing, empty, or lacks what BERT needs, or its casing contradicts the
   checkpoint's."""
 

@@ -11,7 +11,7 @@ import collections
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from data import atomic_files
+from base import atomic_files
 from data import graph_tokenization
 
 # Released vocabularies put 99 unused slots between [PAD] and [UNK], so [UNK]=100 .. [MASK]=103.

@@ -7,10 +7,11 @@ import json
 
 import tensorflow as tf
 
+from base import errors
 from modeling import activations
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.UserError, ValueError):
   """A `bert_config.json` is missing, malformed, or holds an invalid value."""
 
 

@@ -16,13 +16,14 @@ import re
 
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
 
 DATA_SUFFIX = ".data-00000-of-00001"
 INDEX_SUFFIX = ".index"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(errors.UserError, ValueError):
   """A checkpoint is missing, unreadable, or does not fit the model it is loaded into."""
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 
@@ -51,7 +52,7 @@ _OUTPUT_PROJECTIONS = {"cls.seq_relationship": "cls/seq_relationship", "classifi
 _TRAINING_STATE = re.compile(r"(^global_step$|/adam_[mv]$)")
 
 
-class ConversionError(ValueError):
+class ConversionError(errors.UserError, ValueError):
   """A HuggingFace directory or original checkpoint that cannot be converted."""
 
 

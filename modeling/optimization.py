@@ -23,6 +23,8 @@ import re
 import keras
 import tensorflow as tf
 
+from modeling import keras_variables
+
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZER_TYPES = ("adamw", "lamb")
 
@@ -81,15 +83,6 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         "end_learning_rate": self.end_learning_rate,
         "power": self.power,
     }
-
-
-def as_tf_variable(variable):
-  """Returns the `tf.Variable` behind a Keras 3 variable (or `variable` itself)."""
-  if isinstance(variable, keras.Variable):
-    # Read outside any autocast scope, `.value` is the float32 tf.Variable (mirrored under a
-    # distribution strategy), which is what gradients and updates must address.
-    return variable.value
-  return variable
 
 
 class AdamWeightDecay(tf.Module):
@@ -158,7 +151,7 @@ class AdamWeightDecay(tf.Module):
     self._slots = {}
     self._name_by_ref = {}
     for name in sorted(name_to_variable):
-      variable = as_tf_variable(name_to_variable[name])
+      variable = keras_variables.as_tf_variable(name_to_variable[name])
       if not variable.trainable:
         continue
       with strategy.extended.colocate_vars_with(variable):

@@ -9,7 +9,7 @@ import tensorflow as tf
 from data import graph_packing
 from data import graph_tokenization
 from data import tokenization
-from modeling import optimization
+from modeling import keras_variables
 from modeling import sentence_pooling
 
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
@@ -65,7 +65,7 @@ class EncoderServer(tf.Module):
     layers = [encoder] + ([masked_lm] if masked_lm is not None else [])
     # Listed so that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them
     # (see `ClassifierServer`); the head shares the word-embedding table, listed once.
-    self.model_variables = list({id(v): optimization.as_tf_variable(v)
+    self.model_variables = list({id(v): keras_variables.as_tf_variable(v)
                                  for layer in layers for v in layer.weights}.values())
     self.with_text = with_text
     if with_text:

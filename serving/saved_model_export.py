@@ -12,10 +12,11 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
 
 
-class ExportError(ValueError):
+class ExportError(errors.UserError, ValueError):
   """The export directory or version cannot be used."""
 
 

@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from data import graph_tokenization
 from data import tokenization
-from modeling import optimization
+from modeling import keras_variables
 
 # Signature inputs: texts `[batch_size]`, token ids `[batch_size, seq_length]`.
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
@@ -34,7 +34,7 @@ class Servable(tf.Module):
   def __init__(self, name, model, vocab_file, do_lower_case, with_text):
     super().__init__(name=name)
     self.model = model
-    self.model_variables = [optimization.as_tf_variable(v) for v in model.weights]
+    self.model_variables = [keras_variables.as_tf_variable(v) for v in model.weights]
     self.with_text = with_text
     if with_text:
       self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)

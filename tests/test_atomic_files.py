@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
 
 
 def tf_example(value):

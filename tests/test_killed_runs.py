@@ -11,7 +11,7 @@ import tempfile
 
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
 from modeling import checkpoint_io
 from tests import scripts
 from tests import toy_task

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from modeling import keras_variables
 from modeling import optimization
 
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")
@@ -73,7 +74,7 @@ def test_matches_numpy_transcription(optimizer_type, jit_compile):
   optimizer = optimization.create_optimizer(init_lr, num_train_steps, num_warmup_steps,
                                             optimizer_type)
   optimizer.build(variables)
-  tf_variables = [optimization.as_tf_variable(variables[n]) for n in optimizer.variable_names]
+  tf_variables = [keras_variables.as_tf_variable(variables[n]) for n in optimizer.variable_names]
 
   @tf.function(jit_compile=jit_compile)
   def step(grads):
@@ -90,7 +91,7 @@ def test_matches_numpy_transcription(optimizer_type, jit_compile):
     clipped_steps += expected_norm > 1.0
     np.testing.assert_allclose(global_norm.numpy(), expected_norm, rtol=1e-5)
     for name in SHAPES:
-      np.testing.assert_allclose(optimization.as_tf_variable(variables[name]).numpy(),
+      np.testing.assert_allclose(keras_variables.as_tf_variable(variables[name]).numpy(),
                                  params[name], rtol=2e-5, atol=1e-6,
                                  err_msg=f"{name} step {step_index}")
   assert 0 < clipped_steps < num_steps

@@ -12,10 +12,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import flags
 
+from base import cli
 from modeling import optimization
 from tests import toy_task
 from training import checkpointing
-from training import cli
 from training import distribution
 from training import engine
 from training import flags as training_flags

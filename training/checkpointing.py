@@ -16,7 +16,7 @@ import tempfile
 from absl import logging
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
 from modeling import checkpoint_io
 
 STATE_FILENAME = "checkpoint"

@@ -22,11 +22,13 @@ import urllib.parse
 from absl import logging
 import tensorflow as tf
 
+from base import errors
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 _PROBE_TIMEOUT_SECONDS = 10.0
 
 
-class DistributionError(ValueError):
+class DistributionError(errors.UserError, ValueError):
   """The requested strategy cannot be built (bad flags, missing devices, unreachable TPU)."""
 
 
@@ -191,20 +193,6 @@ def strategy_from_flags(flag_values):
                     strategy.num_replicas_in_sync)
   logging.info("Distribution: %s with %d replica(s)", name, strategy.num_replicas_in_sync)
   return strategy
-
-
-def is_chief_process():
-  """Whether this process is the chief of the cluster TF_CONFIG describes (True without one, or
-  with a TF_CONFIG that is not valid: `strategy_from_flags` reports that). Known before any
-  strategy is built."""
-  try:
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    task, cluster = config.get("task") or {}, config.get("cluster") or {}
-  except (ValueError, AttributeError):
-    return True
-  if not task.get("type") or task["type"] == "chief":
-    return True
-  return task["type"] == "worker" and int(task.get("index", 0)) == 0 and "chief" not in cluster
 
 
 def is_chief(strategy):

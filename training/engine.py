@@ -28,10 +28,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from data import atomic_files
-from data import progress
+from base import atomic_files
+from base import errors
+from base import progress
+from modeling import keras_variables
 from modeling import checkpoint_io
-from modeling import optimization
 from training import checkpointing
 from training import distribution
 from training import mixed_precision
@@ -39,11 +40,11 @@ from training import mixed_precision
 EVAL_RESULTS_FILENAME = "eval_results.txt"
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.UserError, ValueError):
   """The run's settings are inconsistent (e.g. a batch size the replicas cannot split)."""
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(errors.UserError, RuntimeError):
   """The training loss became NaN or infinite; training stopped without saving."""
 
 
@@ -126,7 +127,7 @@ class Trainer:
       tf.config.experimental.enable_op_determinism()
     with strategy.scope():
       self.model = task.build_model()
-      self.model_variables = {name: optimization.as_tf_variable(variable)
+      self.model_variables = {name: keras_variables.as_tf_variable(variable)
                               for name, variable in self.model.name_to_variable().items()}
       if not self.model_variables:
         raise ValueError(f"{type(self.model).__name__}.name_to_variable() is empty")

@@ -5,11 +5,11 @@ import os
 
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
 from data import tokenization
 from modeling import optimization
 from serving import saved_model_export
-from training import cli
 from training import flags as training_flags
 from training import model_inputs
 
@@ -17,10 +17,10 @@ LABEL_LIST_FILENAME = "label_list.txt"
 
 
 def check_flags(flag_values, bert_config):
-  """The checks of `training.flags.define_fine_tuning_flags`' values, as `cli.UsageError`s.
+  """The checks of `training.flags.define_fine_tuning_flags`' values, as `errors.UsageError`s.
 
   Raises:
-    cli.UsageError: nothing to do, `--max_seq_length` beyond the position table or too short, a
+    errors.UsageError: nothing to do, `--max_seq_length` beyond the position table or too short, a
       vocab larger than the config's, a non-positive size or rate, a warmup proportion outside
       [0, 1], no weights for a run that does not train, --export_ids_only without --export_dir.
     tokenization.VocabError: `--do_lower_case` contradicts a released checkpoint's name.
@@ -28,7 +28,7 @@ def check_flags(flag_values, bert_config):
   actions = [name for name in ("do_train", "do_eval", "do_predict", "export_dir")
              if name in flag_values]
   if not any(flag_values[name].value for name in actions):
-    raise cli.UsageError(f"at least one of {', '.join('--' + name for name in actions)} is "
+    raise errors.UsageError(f"at least one of {', '.join('--' + name for name in actions)} is "
                          "needed")
   model_inputs.check_max_seq_length(flag_values.max_seq_length, bert_config,
                                     flag_values.bert_config_file)
@@ -36,9 +36,9 @@ def check_flags(flag_values, bert_config):
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
                "num_train_epochs"):
     if name in flag_values and flag_values[name].value <= 0:
-      raise cli.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
+      raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
   if not 0 <= flag_values.warmup_proportion <= 1:
-    raise cli.UsageError(
+    raise errors.UsageError(
         f"--warmup_proportion must be in [0, 1], got {flag_values.warmup_proportion}")
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
@@ -47,7 +47,7 @@ def check_flags(flag_values, bert_config):
                                        flag_values.bert_config_file,
                                        flag_values.partial_init_checkpoint)
   if flag_values.export_ids_only and not flag_values.export_dir:
-    raise cli.UsageError("--export_ids_only needs --export_dir")
+    raise errors.UsageError("--export_ids_only needs --export_dir")
   if not flag_values.do_train:
     training_flags.check_weights_exist(flag_values)
   if flag_values.export_dir:
@@ -55,11 +55,11 @@ def check_flags(flag_values, bert_config):
 
 
 def check_export_flags(flag_values):
-  """Raises `cli.UsageError` for a taken or non-positive --export_version, before any work."""
+  """Raises `errors.UsageError` for a taken or non-positive --export_version, before any work."""
   try:
     saved_model_export.check_version(flag_values.export_dir, flag_values.export_version)
   except saved_model_export.ExportError as error:
-    raise cli.UsageError(str(error)) from None
+    raise errors.UsageError(str(error)) from None
 
 
 def export(trainer, flag_values, make_server):

@@ -6,12 +6,10 @@ The original's TPU flags (`--use_tpu`, `--tpu_name`, `--tpu_zone`, `--gcp_projec
 `--num_tpu_cores`) and `--iterations_per_loop` keep working.
 """
 
-import functools
-import inspect
-
 from absl import flags
 import tensorflow as tf
 
+from base import cli
 from modeling import optimization
 from training import distribution
 from training import engine
@@ -19,27 +17,7 @@ from training import input_pipeline
 from training import mixed_precision
 
 
-# Flag name -> title of its group in the runners' --help (see `training.cli`).
-HELP_GROUP_OF_FLAG = {}
-
-
-def _help_group(title):
-  """Decorates a `define_*` function: the flags it defines are listed under `title` in --help."""
-  def decorate(define):
-    signature = inspect.signature(define)
-
-    @functools.wraps(define)
-    def define_and_record(*args, **kwargs):
-      flag_values = signature.bind(*args, **kwargs).arguments.get("flag_values", flags.FLAGS)
-      before = set(flag_values)
-      define(*args, **kwargs)
-      for name in set(flag_values) - before:
-        HELP_GROUP_OF_FLAG[name] = title
-    return define_and_record
-  return decorate
-
-
-@_help_group("Distribution: GPUs, hosts, TPU")
+@cli.help_group("Distribution: GPUs, hosts, TPU")
 def define_distribution_flags(flag_values=flags.FLAGS):
   """--distribution_strategy, --num_gpus, --tpu and the original's TPU flags."""
   fv = {"flag_values": flag_values}
@@ -61,7 +39,7 @@ def define_distribution_flags(flag_values=flags.FLAGS):
                        "Original flag: TPU cores; the TPU's own count is used.", **fv)
 
 
-@_help_group("Speed: mixed precision, XLA, accumulation")
+@cli.help_group("Speed: mixed precision, XLA, accumulation")
 def define_speed_flags(flag_values=flags.FLAGS):
   """--mixed_precision, --jit_compile, --gradient_accumulation_steps, --steps_per_loop."""
   fv = {"flag_values": flag_values}
@@ -79,7 +57,7 @@ def define_speed_flags(flag_values=flags.FLAGS):
   flags.DEFINE_alias("iterations_per_loop", "steps_per_loop", **fv)
 
 
-@_help_group("Progress: log lines and TensorBoard")
+@cli.help_group("Progress: log lines and TensorBoard")
 def define_logging_flags(flag_values=flags.FLAGS):
   """--log_every_steps, --log_every_seconds."""
   fv = {"flag_values": flag_values}
@@ -90,7 +68,7 @@ def define_logging_flags(flag_values=flags.FLAGS):
                      "Also log at least this often (seconds), whatever --log_every_steps says.", **fv)
 
 
-@_help_group("Output and checkpoints")
+@cli.help_group("Output and checkpoints")
 def define_checkpoint_flags(flag_values=flags.FLAGS):
   """--output_dir, --init_checkpoint, --partial_init_checkpoint, --save_checkpoints_steps,
   --keep_checkpoint_max."""
@@ -111,7 +89,7 @@ def define_checkpoint_flags(flag_values=flags.FLAGS):
                        "Checkpoints kept in output_dir (0 keeps all).", **fv)
 
 
-@_help_group("Reproducibility")
+@cli.help_group("Reproducibility")
 def define_seed_flag(flag_values=flags.FLAGS):
   """--seed."""
   flags.DEFINE_integer("seed", None,
@@ -122,7 +100,7 @@ def define_seed_flag(flag_values=flags.FLAGS):
                        "anew.", flag_values=flag_values)
 
 
-@_help_group("Optimizer")
+@cli.help_group("Optimizer")
 def define_optimizer_flags(flag_values=flags.FLAGS):
   """--optimizer."""
   flags.DEFINE_enum("optimizer", "adamw", optimization.OPTIMIZER_TYPES,
@@ -130,14 +108,14 @@ def define_optimizer_flags(flag_values=flags.FLAGS):
                     flag_values=flag_values)
 
 
-@_help_group("Input")
+@cli.help_group("Input")
 def define_input_flags(flag_values=flags.FLAGS):
   """--input_compression."""
   flags.DEFINE_enum("input_compression", "none", sorted(input_pipeline.COMPRESSION_TYPES),
                     "Compression of the input TFRecord files.", flag_values=flag_values)
 
 
-@_help_group("Input")
+@cli.help_group("Input")
 def define_padding_flags(flag_values=flags.FLAGS):
   """--dynamic_padding (fine-tuning runners)."""
   flags.DEFINE_bool("dynamic_padding", None,
@@ -153,7 +131,7 @@ def dynamic_padding_from_flags(flag_values, strategy):
   return flag_values.dynamic_padding
 
 
-@_help_group("Model files, what to do, batch sizes, schedule")
+@cli.help_group("Model files, what to do, batch sizes, schedule")
 def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_eval=True,
                              flag_values=flags.FLAGS):
   """The original fine-tuning runners' flags: model files, sequence length, what to do, batch
@@ -181,7 +159,7 @@ def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_e
                      "Fraction of the training steps with a linear learning-rate warmup.", **fv)
 
 
-@_help_group("Export for TensorFlow Serving")
+@cli.help_group("Export for TensorFlow Serving")
 def define_export_flags(flag_values=flags.FLAGS):
   """--export_dir, --export_version (fine-tuning runners)."""
   fv = {"flag_values": flag_values}

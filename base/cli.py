@@ -1,42 +1,36 @@
 """Entry point of the runners: an absl app whose bad-input errors end in one line, exit status 1,
 and whose --help lists every flag the script accepts, grouped."""
 
+import functools
+import inspect
 import os
 import sys
 
 from absl import app
 from absl import flags
 
-from data import file_patterns
-from data import output_locations
-from data import pretraining_data_writer
-from data import tokenization
-from modeling import bert_config
-from modeling import checkpoint_io
-from modeling import hf_conversion
-from serving import saved_model_export
-from training import distribution
-from training import engine
-from training import flags as training_flags
+from base import cluster
+from base import errors
+from base import output_locations
+
+# Flag name -> title of its group in --help (filled by `help_group`).
+HELP_GROUP_OF_FLAG = {}
 
 
-class UsageError(ValueError):
-  """A flag value a runner cannot use (named in the message)."""
+def help_group(title):
+  """Decorates a `define_*` function: the flags it defines are listed under `title` in --help."""
+  def decorate(define):
+    signature = inspect.signature(define)
 
-USER_ERRORS = (
-    UsageError,
-    bert_config.ConfigError,
-    tokenization.VocabError,
-    checkpoint_io.CheckpointError,
-    hf_conversion.ConversionError,
-    distribution.DistributionError,
-    engine.ConfigError,
-    engine.NonFiniteLossError,
-    file_patterns.InputError,
-    output_locations.OutputLocationError,
-    pretraining_data_writer.WorkerDiedError,
-    saved_model_export.ExportError,
-)
+    @functools.wraps(define)
+    def define_and_record(*args, **kwargs):
+      flag_values = signature.bind(*args, **kwargs).arguments.get("flag_values", flags.FLAGS)
+      before = set(flag_values)
+      define(*args, **kwargs)
+      for name in set(flag_values) - before:
+        HELP_GROUP_OF_FLAG[name] = title
+    return define_and_record
+  return decorate
 
 
 HELP_ARGUMENTS = ("-h", "-?", "-help", "--help", "-helpshort", "--helpshort")
@@ -53,9 +47,9 @@ OUTPUT_FILE_FLAGS = ("output_file",)
 
 
 def run(main, output_file_flags=()):
-  """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for
-  `USER_ERRORS` (bad flags, files, checkpoints, TPU address, or a diverged loss), and the
-  grouped `help_text()` for -h / --help.
+  """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for a
+  `base.errors.UserError` (bad flags, files, checkpoints, TPU address, or a diverged loss), and
+  the grouped `help_text()` for -h / --help.
 
   Before `main`, every output location the flags name (`OUTPUT_DIR_FLAGS`, `OUTPUT_FILE_FLAGS`
   and `output_file_flags`; a file flag may list several files separated by commas) is checked, so
@@ -67,10 +61,10 @@ def run(main, output_file_flags=()):
     try:
       check_output_flags(flags.FLAGS, OUTPUT_FILE_FLAGS + tuple(output_file_flags))
       if "output_dir" in flags.FLAGS and flags.FLAGS.output_dir and (
-          distribution.is_chief_process()):
+          cluster.is_chief_process()):
         output_locations.claim_output_dir("output_dir", flags.FLAGS.output_dir)
       return main(argv)
-    except USER_ERRORS as error:
+    except errors.UserError as error:
       sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
   app.run(main_with_clear_errors, flags_parser=_parse_flags_or_print_help)
 
@@ -98,15 +92,15 @@ def _parse_flags_or_print_help(argv):
 
 def help_text(flag_values=flags.FLAGS):
   """The main module's docstring, then every flag of `flag_values` in groups: the script's own
-  flags, the shared groups of `training.flags` in the order they were defined, any other module's,
+  flags, the groups of `help_group` in the order they were defined, any other module's,
   then absl's and TensorFlow's own. (absl's --help lists only the script's own flags.)"""
   script = sys.argv[0]
   groups = {f"{os.path.basename(script)}": []}
-  groups.update((title, []) for title in dict.fromkeys(training_flags.HELP_GROUP_OF_FLAG.values()))
+  groups.update((title, []) for title in dict.fromkeys(HELP_GROUP_OF_FLAG.values()))
   for module, module_flags in flag_values.flags_by_module_dict().items():
     for flag in module_flags:
-      if flag.name in training_flags.HELP_GROUP_OF_FLAG:
-        title = training_flags.HELP_GROUP_OF_FLAG[flag.name]
+      if flag.name in HELP_GROUP_OF_FLAG:
+        title = HELP_GROUP_OF_FLAG[flag.name]
       elif module == script:
         title = os.path.basename(script)
       elif module.startswith("absl."):

@@ -17,12 +17,13 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from data import atomic_files
+from base import atomic_files
+from base import errors
 
 LOCK_FILENAME = ".lock"
 
 
-class OutputLocationError(ValueError):
+class OutputLocationError(errors.UserError, ValueError):
   """An output flag names a place that cannot be written."""
 
 

@@ -1,0 +1,1 @@
+"""The base layer: what every other package may import, importing nothing of the project."""
