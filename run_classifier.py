@@ -26,13 +26,14 @@ import tensorflow as tf
 from base import atomic_files
 from base import cli
 from base import errors
-from data import classification_metrics
-from data import classifier_features
-from data import classifier_processors
+from data import label_kinds
+from training import classification_metrics
+from tasks.classification import features as classifier_features
+from tasks.classification import processors as classifier_processors
 from data import file_patterns
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import classifier_server
+from tasks.classification import server as classifier_server
 from training import classifier_task
 from training import distribution
 from training import engine
@@ -129,7 +130,7 @@ def main(argv):
       processor.infer_labels(train_examples)
   kind = processor.kind
   label_list = processor.get_labels()
-  if kind != classifier_processors.REGRESSION and len(label_list) < 2:
+  if kind != label_kinds.REGRESSION and len(label_list) < 2:
     raise file_patterns.InputError(f"task {processor.name!r}: needs at least 2 labels, found "
                                    f"{label_list}")
   fine_tuning.write_label_list(FLAGS.output_dir, label_list)

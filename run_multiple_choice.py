@@ -28,14 +28,15 @@ import tensorflow as tf
 from base import atomic_files
 from base import cli
 from base import errors
-from data import classification_metrics
 from data import file_patterns
-from data import multiple_choice
-from data import multiple_choice_features
+from data import label_kinds
+from training import classification_metrics
+from tasks.multiple_choice import reader as multiple_choice
+from tasks.multiple_choice import features as multiple_choice_features
 from data import schemas
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import multiple_choice_server
+from tasks.multiple_choice import server as multiple_choice_server
 from training import classifier_task
 from training import distribution
 from training import engine
@@ -43,7 +44,7 @@ from training import fine_tuning
 from training import flags as training_flags
 from training import input_pipeline
 from training import model_inputs
-from training import multiple_choice_task
+from tasks.multiple_choice import task as multiple_choice_task
 
 FLAGS = flags.FLAGS
 
@@ -118,7 +119,7 @@ def write_predictions(path, examples, scores):
     examples: list of `MultipleChoiceExample`.
     scores: float `[num_examples, num_choices]`.
   """
-  probabilities = classification_metrics.output_values(classification_metrics.CLASSIFICATION,
+  probabilities = classification_metrics.output_values(label_kinds.CLASSIFICATION,
                                                        scores)
   with atomic_files.open_for_writing(path) as f:
     for example, row_scores, row_probabilities in zip(examples, scores, probabilities):
@@ -178,10 +179,10 @@ def main(argv):
 
   if FLAGS.do_eval:
     scores, features = predict("dev")
-    losses = classifier_task.per_example_loss(classification_metrics.CLASSIFICATION, scores,
+    losses = classifier_task.per_example_loss(label_kinds.CLASSIFICATION, scores,
                                               features["label_ids"]).numpy()
     trainer.record_eval_results(classification_metrics.compute(
-        classification_metrics.CLASSIFICATION, scores, features["label_ids"],
+        label_kinds.CLASSIFICATION, scores, features["label_ids"],
         features["is_real_example"], losses))
   if FLAGS.do_predict:
     scores, features = predict("test")

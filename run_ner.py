@@ -23,20 +23,20 @@ import tensorflow as tf
 
 from base import cli
 from base import errors
-from data import conll
+from tasks.ner import conll
 from data import file_patterns
-from data import ner_features
-from data import ner_metrics
+from tasks.ner import features as ner_features
+from tasks.ner import metrics as ner_metrics
 from data import schemas
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import tagger_server
+from tasks.ner import server as tagger_server
 from training import distribution
 from training import engine
 from training import fine_tuning
 from training import flags as training_flags
 from training import input_pipeline
-from training import tagging_task
+from tasks.ner import task as tagging_task
 
 FLAGS = flags.FLAGS
 

@@ -28,20 +28,20 @@ import tensorflow as tf
 from base import cli
 from base import errors
 from data import schemas
-from data import squad_examples
-from data import squad_features
-from data import squad_metrics
-from data import squad_postprocessing
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import metrics as squad_metrics
+from tasks.squad import postprocessing as squad_postprocessing
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from serving import squad_server
+from tasks.squad import server as squad_server
 from training import distribution
 from training import engine
 from training import fine_tuning
 from training import flags as training_flags
 from training import input_pipeline
 from training import model_inputs
-from training import squad_task
+from tasks.squad import task as squad_task
 
 FLAGS = flags.FLAGS
 

@@ -138,7 +138,7 @@ class GraphTokenizer(tf.Module):
 
     The normalised text is the text's basic tokens (cleaned, and lower-cased and accent-stripped
     with `do_lower_case`) joined without spaces: the string in which
-    `data.squad_postprocessing.final_text` locates a prediction. When normalising keeps the
+    `tasks.squad.postprocessing.final_text` locates a prediction. When normalising keeps the
     number of characters (`normalized_lengths` equals the number of the text's characters other
     than " ": most text), its characters are those characters, one for one.
 

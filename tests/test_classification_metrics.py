@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from data import classification_metrics as metrics
+from data import label_kinds
+from training import classification_metrics as metrics
 from training import classifier_task
 
 # Five real rows: true positives at 0 and 3, a true negative at 1, a false positive at 2, a false
@@ -82,8 +83,8 @@ def test_compute_classification_with_padding():
   labels = np.concatenate([LABELS, [1, 1]])
   logits = np.concatenate([logits, [[9.0, -9.0], [9.0, -9.0]]]).astype(np.float32)
   weights = np.concatenate([REAL, [0, 0]])
-  losses = classifier_task.per_example_loss(metrics.CLASSIFICATION, logits, labels).numpy()
-  results = metrics.compute(metrics.CLASSIFICATION, logits, labels, weights, losses, ["0", "1"],
+  losses = classifier_task.per_example_loss(label_kinds.CLASSIFICATION, logits, labels).numpy()
+  results = metrics.compute(label_kinds.CLASSIFICATION, logits, labels, weights, losses, ["0", "1"],
                             ("f1", "matthews_corrcoef"))
   # Correct rows have loss log(1 + e^-2), wrong ones log(1 + e^2).
   expected_loss = (3 * np.log1p(np.exp(-2.0)) + 2 * np.log1p(np.exp(2.0))) / 5
@@ -94,8 +95,8 @@ def test_compute_classification_with_padding():
 def test_compute_regression_has_no_accuracy():
   logits = np.array([[1.0], [2.0], [3.0]], np.float32)
   labels = np.array([1.5, 2.0, 2.0], np.float32)
-  losses = classifier_task.per_example_loss(metrics.REGRESSION, logits, labels).numpy()
-  results = metrics.compute(metrics.REGRESSION, logits, labels, np.ones(3), losses, [],
+  losses = classifier_task.per_example_loss(label_kinds.REGRESSION, logits, labels).numpy()
+  results = metrics.compute(label_kinds.REGRESSION, logits, labels, np.ones(3), losses, [],
                             ("pearson", "spearman"))
   assert set(results) == {"eval_loss", "pearson", "spearman"}
   assert results["eval_loss"] == pytest.approx((0.25 + 0 + 1) / 3)
@@ -104,8 +105,8 @@ def test_compute_regression_has_no_accuracy():
 def test_compute_multi_label_exact_match_and_micro_f1():
   logits = np.array([[2.0, -1.0, 3.0], [-2.0, 1.0, -1.0]], np.float32)
   labels = np.array([[1, 0, 1], [0, 0, 1]])
-  losses = classifier_task.per_example_loss(metrics.MULTI_LABEL, logits, labels).numpy()
-  results = metrics.compute(metrics.MULTI_LABEL, logits, labels, np.ones(2), losses,
+  losses = classifier_task.per_example_loss(label_kinds.MULTI_LABEL, logits, labels).numpy()
+  results = metrics.compute(label_kinds.MULTI_LABEL, logits, labels, np.ones(2), losses,
                             ["a", "b", "c"])
   # Row 0 exactly right; row 1 predicts b instead of c: TP 2, FP 1, FN 1.
   assert results["eval_accuracy"] == 0.5
@@ -113,11 +114,11 @@ def test_compute_multi_label_exact_match_and_micro_f1():
 
 
 def test_output_values():
-  probabilities = metrics.output_values(metrics.CLASSIFICATION, np.array([[0.0, np.log(3.0)]]))
+  probabilities = metrics.output_values(label_kinds.CLASSIFICATION, np.array([[0.0, np.log(3.0)]]))
   np.testing.assert_allclose(probabilities, [[0.25, 0.75]])
-  np.testing.assert_allclose(metrics.output_values(metrics.MULTI_LABEL, np.array([[0.0]])),
+  np.testing.assert_allclose(metrics.output_values(label_kinds.MULTI_LABEL, np.array([[0.0]])),
                              [[0.5]])
-  np.testing.assert_allclose(metrics.output_values(metrics.REGRESSION, np.array([[4.2]])), [[4.2]])
+  np.testing.assert_allclose(metrics.output_values(label_kinds.REGRESSION, np.array([[4.2]])), [[4.2]])
 
 
 def _random_case(seed):

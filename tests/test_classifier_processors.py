@@ -5,9 +5,11 @@ import re
 
 import pytest
 
-from data import classifier_features
-from data import classifier_processors
+from tasks.classification import features as classifier_features
+from tasks.classification import processors as classifier_processors
+from data import delimited_files
 from data import file_patterns
+from data import label_kinds
 from data import tokenization
 from tests.conftest import SAMPLES_DIR
 
@@ -38,7 +40,7 @@ def test_stsb_labels_are_floats(shared_data, tmp_path):
   processor = classifier_processors.glue_processors()["sts-b"]
   train, dev = processor.get_train_examples(data_dir), processor.get_dev_examples(data_dir)
   assert (len(train), len(dev)) == (5749, 1500)
-  assert processor.kind == classifier_processors.REGRESSION and processor.get_labels() == []
+  assert processor.kind == label_kinds.REGRESSION and processor.get_labels() == []
   assert train[0].text_a == "A plane is taking off." and train[0].label == 5.0
   assert all(isinstance(e.label, float) and 0.0 <= e.label <= 5.0 for e in train + dev)
 
@@ -132,7 +134,7 @@ def test_an_unterminated_quote_is_reported_on_the_line_where_its_field_starts(tm
   path = tmp_path / "train.csv"
   path.write_text('label,sentence\npos,"good,\nreally"\nneg,"bad\nmore text\n',
                   encoding="utf-8")
-  rows = classifier_processors.read_rows(str(path), ",", '"', strict=True)
+  rows = delimited_files.read_rows(str(path), ",", '"', strict=True)
   assert next(rows) == (1, ["label", "sentence"])
   assert next(rows) == (2, ["pos", "good,\nreally"])
   with pytest.raises(file_patterns.InputError, match=rf"^{re.escape(str(path))}:4: malformed"):

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import conll
+from tasks.ner import conll
 from data import file_patterns
-from data import ner_features
+from tasks.ner import features as ner_features
 from data import tokenization
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

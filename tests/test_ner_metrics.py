@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from seqeval import metrics as seqeval_metrics
 
-from data import ner_metrics
+from tasks.ner import metrics as ner_metrics
 
 
 @pytest.mark.parametrize("tags, expected", [

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from data import file_patterns
-from data import multiple_choice
-from data import multiple_choice_features
+from tasks.multiple_choice import reader as multiple_choice
+from tasks.multiple_choice import features as multiple_choice_features
 from data import schemas
 from data import sequence_pairs
 from data import tokenization

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from data import classification_metrics
+from training import classification_metrics
 from tests.conftest import REPO_ROOT
 
 TOLERANCE = 1e-4

@@ -9,11 +9,11 @@ import pytest
 import tensorflow as tf
 
 from data import graph_tokenization
-from data import squad_examples
-from data import squad_features
-from data import squad_postprocessing
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import postprocessing as squad_postprocessing
 from data import tokenization
-from serving import squad_spans
+from tasks.squad import spans as squad_spans
 from tests import saved_model_cli
 from tests import scripts
 from tests.conftest import SAMPLES_DIR

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from data import file_patterns
-from data import squad_examples
-from data import squad_features
-from data import squad_postprocessing
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import postprocessing as squad_postprocessing
 from data import tokenization
 
 

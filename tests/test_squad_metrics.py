@@ -2,7 +2,7 @@
 
 import pytest
 
-from data import squad_metrics
+from tasks.squad import metrics as squad_metrics
 
 
 def _dataset(*questions):

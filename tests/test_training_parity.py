@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import squad_examples
-from data import squad_features
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import hf_conversion
 from modeling import optimization
 from training import engine
-from training import squad_task
+from tasks.squad import task as squad_task
 
 BATCH_SIZE = 8
 NUM_STEPS = 8

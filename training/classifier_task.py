@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from data import classifier_processors
+from data import label_kinds
 from modeling import classifier_model
 from training import task as task_lib
 
@@ -21,9 +21,9 @@ def per_example_loss(kind, logits, label_ids):
     float32 `[batch_size]`.
   """
   logits = tf.cast(logits, tf.float32)
-  if kind == classifier_processors.REGRESSION:
+  if kind == label_kinds.REGRESSION:
     return tf.square(logits[:, 0] - tf.cast(label_ids, tf.float32))
-  if kind == classifier_processors.MULTI_LABEL:
+  if kind == label_kinds.MULTI_LABEL:
     return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
         labels=tf.cast(label_ids, tf.float32), logits=logits), axis=-1)
   return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(label_ids, tf.int32),
@@ -39,15 +39,15 @@ class ClassifierTask(task_lib.Task):
     num_labels: the label list's length (ignored for regression, which has one output).
 
   Example:
-    >>> task = ClassifierTask(bert_config, classifier_processors.CLASSIFICATION, num_labels=2)
+    >>> task = ClassifierTask(bert_config, label_kinds.CLASSIFICATION, num_labels=2)
     >>> trainer = engine.Trainer(strategy, task, run_config, optimizer_fn)
   """
 
   def __init__(self, bert_config, kind, num_labels):
     self.bert_config = bert_config
     self.kind = kind
-    self.num_outputs = 1 if kind == classifier_processors.REGRESSION else num_labels
-    self.metric_names = (() if kind == classifier_processors.REGRESSION else ("accuracy",))
+    self.num_outputs = 1 if kind == label_kinds.REGRESSION else num_labels
+    self.metric_names = (() if kind == label_kinds.REGRESSION else ("accuracy",))
 
   def build_model(self):
     return classifier_model.BertClassifier(self.bert_config, self.num_outputs)
@@ -57,11 +57,11 @@ class ClassifierTask(task_lib.Task):
     losses = per_example_loss(self.kind, outputs, features["label_ids"])
     loss = tf.math.divide_no_nan(tf.reduce_sum(losses * weights), tf.reduce_sum(weights))
     metrics = {}
-    if self.kind == classifier_processors.CLASSIFICATION:
+    if self.kind == label_kinds.CLASSIFICATION:
       correct = tf.cast(tf.equal(tf.argmax(outputs, axis=-1, output_type=tf.int32),
                                  tf.cast(features["label_ids"], tf.int32)), tf.float32)
       metrics["accuracy"] = (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))
-    elif self.kind == classifier_processors.MULTI_LABEL:
+    elif self.kind == label_kinds.MULTI_LABEL:
       predicted = tf.cast(outputs > 0, tf.int32)
       exact = tf.cast(tf.reduce_all(tf.equal(predicted, tf.cast(features["label_ids"], tf.int32)),
                                     axis=-1), tf.float32)

@@ -31,8 +31,8 @@ import tensorflow as tf
 from base import atomic_files
 from base import errors
 from base import progress
-from modeling import keras_variables
 from modeling import checkpoint_io
+from modeling import keras_variables
 from training import checkpointing
 from training import distribution
 from training import mixed_precision

@@ -12,7 +12,7 @@ files are padded to whole batches with all-zero rows whose `is_real_example` is 
 
 import tensorflow as tf
 
-from data import classifier_features
+from data import record_files
 from data import schemas
 from data import sequence_pairs
 
@@ -63,6 +63,6 @@ def write_records(path, examples, tokenizer, max_seq_length, batch_size=1):
   Returns:
     `(num_real, num_padding)` rows written.
   """
-  return classifier_features.write_padded_records(
+  return record_files.write_padded_records(
       path, examples, lambda example: to_tf_example(example, tokenizer, max_seq_length),
       padding_tf_example(len(examples[0].choices), max_seq_length), batch_size)

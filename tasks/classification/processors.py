@@ -9,16 +9,13 @@ Every example remembers the file and line it came from, so a missing column or a
 reported as `train.tsv:17: ...`.
 """
 
-import csv
 import dataclasses
 import os
 
+from data import delimited_files
 from data import file_patterns
-from data import text_files
+from data import label_kinds
 
-CLASSIFICATION = "classification"
-REGRESSION = "regression"
-MULTI_LABEL = "multi_label"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,44 +35,6 @@ class InputExample:
   text_b: str
   label: object
   source: str
-
-
-def read_rows(path, delimiter="\t", quotechar=None, strict=False):
-  """Yields `(line_number, row)` of a delimited file (1-based lines; a UTF-8 BOM is dropped).
-
-  As the original, TSV is read with `quotechar=None`: GLUE text holds bare `"` characters.
-  `strict` makes a stray quote (`"a"b`) or an unterminated quoted field an error.
-
-  Raises:
-    file_patterns.InputError: the file is missing or is not UTF-8, or (naming the line) a row the
-      csv module rejects.
-  """
-  if not text_files.is_file(path):
-    raise file_patterns.InputError(f"{path}: no such file")
-  try:
-    with text_files.open_text(path, newline="") as f:
-      reader = csv.reader(f, delimiter=delimiter, quotechar=quotechar, strict=strict)
-      # A row starts on the line after the previous row's end: `line_num` after an error is
-      # where the reader stopped (for an unterminated quote, the end of the file).
-      row_start = 1
-      try:
-        for row in reader:
-          yield row_start, row
-          row_start = reader.line_num + 1
-      except csv.Error as error:
-        raise file_patterns.InputError(f"{path}:{row_start}: malformed ({error})") from None
-  except UnicodeDecodeError as error:
-    raise file_patterns.InputError(f"{path}: not UTF-8 text ({error.reason} at byte "
-                                   f"{error.start})") from None
-
-
-def column(row, index, path, line_number):
-  """`row[index]`, or a clear error naming the file and line when the row is too short."""
-  if index >= len(row) or index < -len(row):
-    raise file_patterns.InputError(
-        f"{path}:{line_number}: expected at least {max(index + 1, -index)} columns, found "
-        f"{len(row)}")
-  return row[index]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,12 +69,12 @@ class DataProcessor:
 
   Attributes:
     name: the `--task_name`.
-    kind: CLASSIFICATION, REGRESSION or MULTI_LABEL.
+    kind: a `data.label_kinds` kind.
     metrics: names of the task's metrics beyond those every task of its kind gets (see
-      `data.classification_metrics.compute`).
+      `training.classification_metrics.compute`).
   """
 
-  kind = CLASSIFICATION
+  kind = label_kinds.CLASSIFICATION
   metrics = ()
 
   def __init__(self, name, labels, train, dev, test=None, label_map=None, metrics=None,
@@ -153,7 +112,7 @@ class DataProcessor:
       raise file_patterns.InputError(f"task {self.name!r} has no {split} set")
     path = os.path.join(data_dir, layout.filename)
     examples = []
-    for line_number, row in read_rows(path):
+    for line_number, row in delimited_files.read_rows(path):
       if layout.header and line_number == 1:
         continue
       needs_label = layout.label is not None and layout.fixed_label is None
@@ -163,7 +122,7 @@ class DataProcessor:
             f"tab-separated columns for task {self.name!r}, found {len(row)}")
       if layout.keep is not None and not layout.keep(row, path, line_number):
         continue
-      cell = lambda index: column(row, index, path, line_number)
+      cell = lambda index: delimited_files.column(row, index, path, line_number)
       guid_value = cell(layout.guid) if layout.guid is not None else str(len(examples))
       if layout.fixed_label is not None:
         label = layout.fixed_label
@@ -179,7 +138,7 @@ class DataProcessor:
 
   def _parse_label(self, text, path, line_number):
     label = self._label_map.get(text, text)
-    if self.kind == REGRESSION:
+    if self.kind == label_kinds.REGRESSION:
       try:
         return float(label)
       except ValueError:
@@ -190,7 +149,7 @@ class DataProcessor:
 
 def _xnli_processor(language):
   def is_language(row, path, line_number):
-    return column(row, 0, path, line_number) == language
+    return delimited_files.column(row, 0, path, line_number) == language
   return DataProcessor(
       "xnli", ["contradiction", "entailment", "neutral"],
       train=Layout(f"multinli/multinli.train.{language}.tsv", text_a=0, text_b=1, label=2),
@@ -253,7 +212,7 @@ def glue_processors(xnli_language="zh"):
           dev=Layout("dev.tsv", text_a=1, text_b=2, label=-1, guid=0),
           test=Layout("test.tsv", text_a=1, text_b=2, guid=0)),
       "sts-b": DataProcessor(
-          "sts-b", [], kind=REGRESSION, metrics=("pearson", "spearman"),
+          "sts-b", [], kind=label_kinds.REGRESSION, metrics=("pearson", "spearman"),
           train=Layout("train.tsv", text_a=7, text_b=8, label=-1, guid=0),
           dev=Layout("dev.tsv", text_a=7, text_b=8, label=-1, guid=0),
           test=Layout("test.tsv", text_a=7, text_b=8, guid=0)),
@@ -288,7 +247,8 @@ class GenericProcessor:
     self.has_header = has_header
     self._labels = list(labels) if labels else None
     self.label_separator = label_separator
-    self.kind = REGRESSION if regression else MULTI_LABEL if multi_label else CLASSIFICATION
+    self.kind = (label_kinds.REGRESSION if regression else
+                 label_kinds.MULTI_LABEL if multi_label else label_kinds.CLASSIFICATION)
     self.metrics = ("pearson", "spearman") if regression else ()
 
   @property
@@ -298,7 +258,7 @@ class GenericProcessor:
 
   def get_labels(self):
     """The given label list, else the sorted labels of the training file (read once)."""
-    if self.kind == REGRESSION:
+    if self.kind == label_kinds.REGRESSION:
       return []
     if self._labels is None:
       raise ValueError("labels are inferred from the training file: call get_train_examples "
@@ -307,10 +267,10 @@ class GenericProcessor:
 
   def infer_labels(self, train_examples):
     """Sets the label list from the training examples when none was given."""
-    if self._labels is None and self.kind != REGRESSION:
+    if self._labels is None and self.kind != label_kinds.REGRESSION:
       found = set()
       for example in train_examples:
-        found.update(example.label if self.kind == MULTI_LABEL else [example.label])
+        found.update(example.label if self.kind == label_kinds.MULTI_LABEL else [example.label])
       self._labels = sorted(found)
 
   def get_train_examples(self, data_dir):
@@ -344,7 +304,7 @@ class GenericProcessor:
     path = os.path.join(data_dir, f"{split}.{self.name}")
     quotechar = '"' if self.name == "csv" else None
     examples, indices = [], None
-    for line_number, row in read_rows(path, self.delimiter, quotechar):
+    for line_number, row in delimited_files.read_rows(path, self.delimiter, quotechar):
       if indices is None:
         header = row if self.has_header else None
         indices = self._column_indices(header, path, labelled)
@@ -352,7 +312,7 @@ class GenericProcessor:
           continue
       if not row:
         continue
-      cell = lambda role: column(row, indices[role], path, line_number)
+      cell = lambda role: delimited_files.column(row, indices[role], path, line_number)
       label = None
       if "label" in indices and (labelled or indices["label"] < len(row)):
         label = self._parse_label(cell("label"), path, line_number)
@@ -363,13 +323,13 @@ class GenericProcessor:
     return examples
 
   def _parse_label(self, text, path, line_number):
-    if self.kind == REGRESSION:
+    if self.kind == label_kinds.REGRESSION:
       try:
         return float(text)
       except ValueError:
         raise file_patterns.InputError(
             f"{path}:{line_number}: label {text!r} is not a number") from None
-    if self.kind == MULTI_LABEL:
+    if self.kind == label_kinds.MULTI_LABEL:
       return tuple(sorted({part.strip() for part in text.split(self.label_separator)
                            if part.strip()}))
     return text

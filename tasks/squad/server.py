@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from data import graph_packing
 from serving import servable
-from serving import squad_spans
+from tasks.squad import spans as squad_spans
 
 
 

@@ -19,7 +19,7 @@ import dataclasses
 import json
 import re
 
-from data import classifier_processors
+from data import delimited_files
 from data import file_patterns
 from data import text_files
 
@@ -107,7 +107,7 @@ def _swag_example(split, index, fields, endings, labelled, where):
 
 def _read_swag_csv(path, split, labelled):
   examples, header = [], None
-  for line_number, row in classifier_processors.read_rows(path, ",", '"', strict=True):
+  for line_number, row in delimited_files.read_rows(path, ",", '"', strict=True):
     where = f"{path}:{line_number}"
     if header is None:
       header = row

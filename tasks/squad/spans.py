@@ -1,7 +1,7 @@
 """`run_squad.py`'s answer rules for one window, as TensorFlow ops: the context's word pieces with
 their character offsets, the best-span search and the answer's characters.
 
-The runner recovers an answer's text with `data.squad_postprocessing.final_text`: it finds the
+The runner recovers an answer's text with `tasks.squad.postprocessing.final_text`: it finds the
 de-tokenized pieces in the normalised text of the answer's whitespace words and maps characters
 back one for one, or returns those whole words when the lengths differ (a word holding a
 character that normalisation drops, adds or maps to a space: a soft hyphen, a decomposed accent, a
@@ -27,7 +27,7 @@ What can still differ from the runner's text:
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-# `data.squad_examples.split_context` splits contexts into words on these characters only.
+# `tasks.squad.examples.split_context` splits contexts into words on these characters only.
 _SQUAD_WHITESPACE = r"[ \t\r\n\x{202F}]"
 
 

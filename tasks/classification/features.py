@@ -9,10 +9,9 @@ and no metric counts the padding (the original did so on TPU only).
 
 import tensorflow as tf
 
-from base import atomic_files
-from base import progress
-from data import classifier_processors
 from data import file_patterns
+from data import label_kinds
+from data import record_files
 from data import schemas
 from data import sequence_pairs
 
@@ -29,9 +28,9 @@ def label_feature(example, kind, label_to_index):
   Raises:
     file_patterns.InputError: a label not in the label list, naming the file and line.
   """
-  if kind == classifier_processors.REGRESSION:
+  if kind == label_kinds.REGRESSION:
     return schemas.float_feature([example.label if example.label is not None else 0.0])
-  labels = example.label if kind == classifier_processors.MULTI_LABEL else [example.label]
+  labels = example.label if kind == label_kinds.MULTI_LABEL else [example.label]
   indices = []
   for label in labels or ():
     if label is None:
@@ -41,7 +40,7 @@ def label_feature(example, kind, label_to_index):
     else:
       raise file_patterns.InputError(
           f"{example.source}: label {label!r} is not in the label list {list(label_to_index)}")
-  if kind == classifier_processors.MULTI_LABEL:
+  if kind == label_kinds.MULTI_LABEL:
     multi_hot = [0] * len(label_to_index)
     for index in indices:
       multi_hot[index] = 1
@@ -65,9 +64,9 @@ def to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index):
 
 def padding_tf_example(max_seq_length, kind, num_labels):
   """An all-zero row with `is_real_example = 0` (the original's `PaddingInputExample`)."""
-  if kind == classifier_processors.REGRESSION:
+  if kind == label_kinds.REGRESSION:
     label = schemas.float_feature([0.0])
-  elif kind == classifier_processors.MULTI_LABEL:
+  elif kind == label_kinds.MULTI_LABEL:
     label = schemas.int64_feature([0] * num_labels)
   else:
     label = schemas.int64_feature([0])
@@ -79,42 +78,11 @@ def padding_tf_example(max_seq_length, kind, num_labels):
 
 def feature_spec(max_seq_length, kind, num_labels):
   """The parsing spec of the records `write_records` writes for a task of this kind."""
-  if kind == classifier_processors.REGRESSION:
+  if kind == label_kinds.REGRESSION:
     return schemas.classifier_feature_spec(max_seq_length, label_dtype=tf.float32)
-  if kind == classifier_processors.MULTI_LABEL:
+  if kind == label_kinds.MULTI_LABEL:
     return schemas.classifier_feature_spec(max_seq_length, num_label_values=num_labels)
   return schemas.classifier_feature_spec(max_seq_length)
-
-
-def write_padded_records(path, examples, to_tf_example, padding_tf_example, batch_size=1):
-  """Writes `to_tf_example(e)` of each example, then copies of `padding_tf_example` up to a
-  multiple of `batch_size` rows, to a TFRecord file that appears only when complete.
-
-  Args:
-    path: the output file.
-    examples: list of examples of any type.
-    to_tf_example: callable example -> `tf.train.Example` (may raise `InputError`).
-    padding_tf_example: the `tf.train.Example` of a padding row (`is_real_example = 0`).
-    batch_size: pad the record count to a multiple of this (1: no padding, for training).
-
-  Returns:
-    `(num_real, num_padding)` rows written.
-  """
-  num_padding = -len(examples) % batch_size
-  bar = progress.Progress(total=len(examples), unit="examples", log_seconds=30.0)
-
-  def tf_examples():
-    for example in examples:
-      yield to_tf_example(example)
-      bar.update()
-    for _ in range(num_padding):
-      yield padding_tf_example
-
-  try:
-    atomic_files.write_tf_examples(path, tf_examples())
-  finally:
-    bar.close()
-  return len(examples), num_padding
 
 
 def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, batch_size=1):
@@ -138,7 +106,7 @@ def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, b
     file_patterns.InputError: an example's label is not in `label_list`.
   """
   label_to_index = {label: index for index, label in enumerate(label_list)}
-  return write_padded_records(
+  return record_files.write_padded_records(
       path, examples,
       lambda example: to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index),
       padding_tf_example(max_seq_length, kind, len(label_list)), batch_size)

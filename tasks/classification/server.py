@@ -2,8 +2,8 @@
 
 import tensorflow as tf
 
-from data import classifier_processors
 from data import graph_packing
+from data import label_kinds
 from serving import servable
 
 
@@ -48,9 +48,9 @@ class ClassifierServer(servable.Servable):
   def _outputs(self, input_ids, input_mask, segment_ids):
     logits = tf.cast(self.model({"input_ids": input_ids, "input_mask": input_mask,
                                  "segment_ids": segment_ids}, training=False), tf.float32)
-    if self.kind == classifier_processors.REGRESSION:
+    if self.kind == label_kinds.REGRESSION:
       return {"value": logits[:, 0], "logits": logits}
-    if self.kind == classifier_processors.MULTI_LABEL:
+    if self.kind == label_kinds.MULTI_LABEL:
       probabilities = tf.sigmoid(logits)
       chosen = tf.ragged.boolean_mask(
           tf.broadcast_to(self.label_names, tf.shape(logits)), probabilities > 0.5)

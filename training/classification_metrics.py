@@ -8,11 +8,9 @@ usual GLUE figures.
 
 import numpy as np
 
-from data import classifier_processors
+from data import label_kinds
 
-CLASSIFICATION = classifier_processors.CLASSIFICATION
-REGRESSION = classifier_processors.REGRESSION
-MULTI_LABEL = classifier_processors.MULTI_LABEL
+
 
 
 def _real(weights, *arrays):
@@ -110,9 +108,9 @@ def output_values(kind, logits):
   """What `test_results.tsv` holds per example: class probabilities (softmax), label
   probabilities (sigmoid, multi-label) or the predicted value (regression), float64 2-D."""
   logits = np.asarray(logits, np.float64)
-  if kind == REGRESSION:
+  if kind == label_kinds.REGRESSION:
     return logits
-  if kind == MULTI_LABEL:
+  if kind == label_kinds.MULTI_LABEL:
     return 1.0 / (1.0 + np.exp(-logits))
   return np.exp(_log_softmax(logits))
 
@@ -140,16 +138,16 @@ def compute(kind, logits, labels, weights, losses, label_list=(), extra_metrics=
   if not np.any(real):
     raise ValueError("no real example to evaluate")
   results = {"eval_loss": float(np.mean(np.asarray(losses)[real]))}
-  if kind == REGRESSION:
+  if kind == label_kinds.REGRESSION:
     predictions = logits[:, 0]
-  elif kind == MULTI_LABEL:
+  elif kind == label_kinds.MULTI_LABEL:
     predictions = (logits > 0).astype(np.int64)
     extra_metrics = tuple(extra_metrics) + ("f1",)
   else:
     predictions = np.argmax(logits, axis=-1)
     if len(label_list) > 2:
       results.update(per_class_precision_recall(predictions, labels, weights, label_list))
-  if kind != REGRESSION:
+  if kind != label_kinds.REGRESSION:
     results["eval_accuracy"] = accuracy(predictions, labels, weights)
   functions = {"f1": f1, "matthews_corrcoef": matthews_corrcoef, "pearson": pearson,
                "spearman": spearman}

@@ -1,0 +1,1 @@
+"""Named-entity recognition: one label per word, CoNLL files (`run_ner.py`)."""
