@@ -1,0 +1,149 @@
+"""`run_classifier.py`'s part of a fine-tuning run: GLUE / XNLI / TSV / CSV examples, the original's
+record files, accuracy and the task's metrics, `test_results.tsv`, the classifier export."""
+
+import dataclasses
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from base import atomic_files
+from base import errors
+from data import file_patterns
+from data import label_kinds
+from tasks import runner
+from tasks.classification import features as classifier_features
+from tasks.classification import processors as classifier_processors
+from tasks.classification import server as classifier_server
+from training import classification_metrics
+from training import classifier_task
+from training import model_inputs
+
+TEST_RESULTS_FILENAME = "test_results.tsv"
+# Split -> the processor's name for its file.
+PROCESSOR_SPLITS = {"train": "train", "eval": "dev", "predict": "test"}
+
+
+@dataclasses.dataclass
+class ClassificationInputs:
+  """The examples of a run: `{split: [InputExample]}`, with the processor that read them."""
+  processor: object
+  label_list: list
+  examples: dict
+
+
+def make_processor(flag_values):
+  """The processor of --task_name; a UsageError listing the known tasks otherwise."""
+  name = flag_values.task_name.lower()
+  if name in classifier_processors.GENERIC_TASKS:
+    if flag_values.multi_label and flag_values.regression:
+      raise errors.UsageError("--multi_label and --regression exclude each other")
+    return classifier_processors.GenericProcessor(
+        name, flag_values.text_a_column, flag_values.text_b_column, flag_values.label_column,
+        flag_values.has_header, flag_values.label_list, flag_values.multi_label,
+        flag_values.label_separator, flag_values.regression)
+  processors = classifier_processors.glue_processors(flag_values.xnli_language)
+  if name not in processors:
+    raise errors.UsageError(f"--task_name={flag_values.task_name}: unknown task; known tasks: "
+                            f"{', '.join(classifier_processors.task_names())}")
+  return processors[name]
+
+
+def write_test_results(path, values):
+  """One tab-separated line of floats per example (the original's `test_results.tsv`)."""
+  with atomic_files.open_for_writing(path) as f:
+    for row in values:
+      f.write("\t".join(str(float(value)) for value in row) + "\n")
+
+
+class ClassificationSpec(runner.FineTuningSpec):
+  """Classification, regression and multi-label classification of texts and text pairs."""
+
+  def check_flags(self, flag_values, bert_config):
+    if not tf.io.gfile.isdir(flag_values.data_dir):
+      raise errors.UsageError(f"--data_dir={flag_values.data_dir}: no such directory")
+
+  def read_inputs(self, flag_values, bert_config):
+    processor = make_processor(flag_values)
+
+    def read(split):
+      """The examples of a split; an error naming the file when it holds none, or sentence
+      pairs that the config's segment table cannot take."""
+      processor_split = PROCESSOR_SPLITS[split]
+      examples = getattr(processor, f"get_{processor_split}_examples")(flag_values.data_dir)
+      if not examples:
+        raise file_patterns.InputError(f"{flag_values.data_dir}: the {processor_split} file of "
+                                       f"task {processor.name!r} holds no example")
+      if any(example.text_b is not None for example in examples):
+        model_inputs.check_segments(2, bert_config, flag_values.bert_config_file,
+                                    f"the {processor_split} examples of task {processor.name!r} "
+                                    "are sentence pairs")
+      return examples
+
+    infers_labels = (isinstance(processor, classifier_processors.GenericProcessor)
+                     and not flag_values.label_list)
+    examples = {}
+    if flag_values.do_train or infers_labels:
+      train_examples = read("train")
+      if infers_labels:
+        processor.infer_labels(train_examples)
+      if flag_values.do_train:
+        examples["train"] = train_examples
+    label_list = processor.get_labels()
+    if processor.kind != label_kinds.REGRESSION and len(label_list) < 2:
+      raise file_patterns.InputError(f"task {processor.name!r}: needs at least 2 labels, found "
+                                     f"{label_list}")
+    for split, action in (("eval", "do_eval"), ("predict", "do_predict")):
+      if flag_values[action].value:
+        examples[split] = read(split)
+    return ClassificationInputs(processor, label_list, examples)
+
+  def label_list(self, flag_values, inputs):
+    return inputs.label_list
+
+  def write_records(self, flag_values, inputs, tokenizer):
+    batch_sizes = {"train": 1, "eval": flag_values.eval_batch_size,
+                   "predict": flag_values.predict_batch_size}
+    records = {}
+    for split, examples in inputs.examples.items():
+      path = os.path.join(flag_values.output_dir, f"{split}.tf_record")
+      num_real, num_padding = classifier_features.write_records(
+          path, examples, tokenizer, flag_values.max_seq_length, inputs.processor.kind,
+          inputs.label_list, batch_sizes[split])
+      logging.info("%s: %d examples + %d padding rows", path, num_real, num_padding)
+      records[split] = runner.RecordFile(path, num_real + num_padding)
+    return records
+
+  def feature_spec(self, flag_values, inputs, split):
+    return classifier_features.feature_spec(flag_values.max_seq_length, inputs.processor.kind,
+                                            len(inputs.label_list))
+
+  def make_task(self, flag_values, bert_config, inputs):
+    return classifier_task.ClassifierTask(bert_config, inputs.processor.kind,
+                                          len(inputs.label_list))
+
+  def evaluate(self, flag_values, inputs, run):
+    kind = inputs.processor.kind
+    logits, features = run.predict("eval", flag_values.eval_batch_size,
+                                   keep_features=("label_ids", "is_real_example"))
+    losses = classifier_task.per_example_loss(kind, logits, features["label_ids"]).numpy()
+    run.trainer.record_eval_results(classification_metrics.compute(
+        kind, logits, features["label_ids"], features["is_real_example"], losses,
+        inputs.label_list, inputs.processor.metrics))
+
+  def predict(self, flag_values, inputs, run):
+    logits, features = run.predict("predict", flag_values.predict_batch_size,
+                                   keep_features=("label_ids", "is_real_example"))
+    # Padding rows are the last rows of the file, so the real ones keep the input order.
+    values = classification_metrics.output_values(inputs.processor.kind, logits)[
+        features["is_real_example"] > 0]
+    path = os.path.join(flag_values.output_dir, TEST_RESULTS_FILENAME)
+    if run.trainer.is_chief:
+      write_test_results(path, values)
+      logging.info("wrote %d predictions to %s", len(values), path)
+
+  def make_server(self, flag_values, inputs, model, with_text):
+    return classifier_server.ClassifierServer(
+        model, flag_values.vocab_file, flag_values.do_lower_case, inputs.label_list,
+        inputs.processor.kind, flag_values.max_seq_length, has_pairs=inputs.processor.has_pairs,
+        with_text=with_text)

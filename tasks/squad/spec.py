@@ -1,0 +1,177 @@
+"""`run_squad.py`'s part of a fine-tuning run: SQuAD JSON, windows of long contexts, the original's
+answer selection, `predictions.json` / `nbest_predictions.json` / `null_odds.json`, the official
+scores when the file has answers, the question-answering export."""
+
+import dataclasses
+import os
+import random
+
+from absl import logging
+
+from base import errors
+from data import schemas
+from tasks import runner
+from tasks.squad import examples as squad_examples
+from tasks.squad import features as squad_features
+from tasks.squad import metrics as squad_metrics
+from tasks.squad import postprocessing as squad_postprocessing
+from tasks.squad import server as squad_server
+from tasks.squad import task as squad_task
+from training import model_inputs
+
+PREDICTIONS_FILENAME = "predictions.json"
+NBEST_FILENAME = "nbest_predictions.json"
+NULL_ODDS_FILENAME = "null_odds.json"
+EVAL_RESULTS_JSON_FILENAME = "eval_results.json"
+_VERBOSE_EXAMPLES = 20
+
+
+@dataclasses.dataclass
+class SquadInputs:
+  """The questions of --train_file (shuffled) and of --predict_file, with its articles."""
+  train_examples: list = None
+  predict_examples: list = None
+  predict_articles: list = None
+
+
+def log_windows(features, examples):
+  """--verbose_logging: what the windows of the first questions hold."""
+  for feature in features:
+    if feature.example_index >= _VERBOSE_EXAMPLES:
+      return
+    example = examples[feature.example_index]
+    logging.info("question %s window %d: %s", example.qas_id, feature.doc_span_index,
+                 " ".join(feature.tokens))
+    logging.info("  pieces this window scores: %s", " ".join(
+        str(position) for position, scored in feature.token_is_max_context.items() if scored))
+    if feature.start_position is not None:
+      answer = " ".join(feature.tokens[feature.start_position:feature.end_position + 1])
+      logging.info("  answer positions %d-%d: %s", feature.start_position, feature.end_position,
+                   answer if feature.start_position else "(none in this window)")
+
+
+def has_answers(articles):
+  """Whether every question of the file says what its answers are (so it can be scored)."""
+  questions = [qa for article in articles for paragraph in article["paragraphs"]
+               for qa in paragraph["qas"]]
+  return bool(questions) and all("answers" in qa for qa in questions) and any(
+      qa["answers"] for qa in questions)
+
+
+class SquadSpec(runner.FineTuningSpec):
+  """Extractive question answering, SQuAD 1.1 or 2.0 (--version_2_with_negative)."""
+  example_unit = "windows"
+
+  def check_flags(self, flag_values, bert_config):
+    if flag_values.do_train and not flag_values.train_file:
+      raise errors.UsageError("--do_train needs --train_file")
+    if flag_values.do_predict and not flag_values.predict_file:
+      raise errors.UsageError("--do_predict needs --predict_file")
+    model_inputs.check_segments(2, bert_config, flag_values.bert_config_file,
+                                "SQuAD packs question and context as two segments")
+    if flag_values.max_seq_length <= flag_values.max_query_length + 3:
+      raise errors.UsageError(
+          f"--max_seq_length={flag_values.max_seq_length} leaves no room for the context: it "
+          f"must be more than --max_query_length + 3 = {flag_values.max_query_length + 3}")
+    for name in ("doc_stride", "n_best_size", "max_answer_length"):
+      if flag_values[name].value <= 0:
+        raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
+
+  def read_inputs(self, flag_values, bert_config):
+    inputs = SquadInputs()
+    if flag_values.do_train:
+      inputs.train_examples, _ = squad_examples.read_examples(
+          flag_values.train_file, is_training=True,
+          version_2_with_negative=flag_values.version_2_with_negative)
+      # Shuffled with the original's seed.
+      random.Random(12345).shuffle(inputs.train_examples)
+    if flag_values.do_predict:
+      inputs.predict_examples, inputs.predict_articles = squad_examples.read_examples(
+          flag_values.predict_file, is_training=False,
+          version_2_with_negative=flag_values.version_2_with_negative)
+    return inputs
+
+  def write_records(self, flag_values, inputs, tokenizer):
+    def convert(examples, is_training):
+      return squad_features.convert_examples(
+          examples, tokenizer, flag_values.max_seq_length, flag_values.doc_stride,
+          flag_values.max_query_length, is_training)
+
+    records = {}
+    if flag_values.do_train:
+      examples = inputs.train_examples
+      if flag_values.verbose_logging:
+        log_windows(convert(examples[:_VERBOSE_EXAMPLES], True), examples)
+      path = os.path.join(flag_values.output_dir, "train.tf_record")
+      num_windows = squad_features.write_records(path, convert(examples, True),
+                                                 is_training=True)
+      logging.info("%s: %d questions -> %d windows in %s", flag_values.train_file,
+                   len(examples), num_windows, path)
+      records["train"] = runner.RecordFile(path, num_windows)
+    if flag_values.do_predict:
+      examples = inputs.predict_examples
+      features = list(convert(examples, False))
+      if flag_values.verbose_logging:
+        log_windows(features, examples)
+      path = os.path.join(flag_values.output_dir, "eval.tf_record")
+      squad_features.write_records(path, features, is_training=False)
+      logging.info("%s: %d questions -> %d windows in %s", flag_values.predict_file,
+                   len(examples), len(features), path)
+      records["predict"] = runner.RecordFile(path, len(features), features=features)
+    return records
+
+  def num_train_examples(self, inputs, records):
+    # As the original, the step count is based on questions, not windows.
+    return len(inputs.train_examples)
+
+  def training_summary(self, inputs, records):
+    return (f"Training on {records['train'].num_rows} windows of {len(inputs.train_examples)} "
+            "questions")
+
+  def feature_spec(self, flag_values, inputs, split):
+    return schemas.squad_feature_spec(flag_values.max_seq_length, is_training=split == "train")
+
+  def make_task(self, flag_values, bert_config, inputs):
+    return squad_task.SquadTask(bert_config, flag_values.max_seq_length)
+
+  def predict(self, flag_values, inputs, run):
+    """Answers the questions of --predict_file, writes the prediction files, scores them if the
+    file has answers."""
+    features = run.records["predict"].features
+    outputs, kept = run.predict("predict", flag_values.predict_batch_size,
+                                keep_features=("unique_ids",))
+    logits_by_unique_id = {
+        int(unique_id): (start, end) for unique_id, start, end in zip(
+            kept["unique_ids"], outputs["start_logits"].tolist(),
+            outputs["end_logits"].tolist())}
+    predictions, nbest, null_odds = squad_postprocessing.predict_all(
+        inputs.predict_examples, features, logits_by_unique_id,
+        n_best_size=flag_values.n_best_size, max_answer_length=flag_values.max_answer_length,
+        do_lower_case=flag_values.do_lower_case,
+        version_2_with_negative=flag_values.version_2_with_negative,
+        null_score_diff_threshold=flag_values.null_score_diff_threshold)
+    if not run.trainer.is_chief:
+      return
+    written = {PREDICTIONS_FILENAME: predictions, NBEST_FILENAME: nbest}
+    if flag_values.version_2_with_negative:
+      written[NULL_ODDS_FILENAME] = null_odds
+    for filename, value in written.items():
+      squad_postprocessing.write_json(os.path.join(flag_values.output_dir, filename), value)
+    logging.info("wrote %s to %s", ", ".join(written), flag_values.output_dir)
+
+    if has_answers(inputs.predict_articles):
+      results = squad_metrics.evaluate(inputs.predict_articles, predictions,
+                                       version_2=flag_values.version_2_with_negative,
+                                       na_probs=null_odds or None)
+      squad_postprocessing.write_json(
+          os.path.join(flag_values.output_dir, EVAL_RESULTS_JSON_FILENAME), results)
+      run.trainer.record_eval_results({name: float(value) for name, value in results.items()})
+    else:
+      logging.info("%s has no answers: predictions not scored", flag_values.predict_file)
+
+  def make_server(self, flag_values, inputs, model, with_text):
+    return squad_server.SquadServer(
+        model, flag_values.vocab_file, flag_values.do_lower_case, flag_values.max_seq_length,
+        flag_values.max_query_length, flag_values.max_answer_length, flag_values.n_best_size,
+        flag_values.version_2_with_negative, flag_values.null_score_diff_threshold,
+        with_text=with_text)

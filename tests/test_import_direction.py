@@ -1,0 +1,84 @@
+"""Imports point down: base <- data, modeling <- training, serving <- tasks <- scripts.
+
+`base` imports nothing of the project; `data` and `modeling` only `base`; `training` and `serving`
+(side by side: the engine never imports serving) those three; `tasks` everything below it, and a
+task family (`tasks/<family>/`) no other family. Nothing imports a script, a test, a benchmark or
+an example.
+"""
+
+import ast
+import pathlib
+
+from tests.conftest import REPO_ROOT
+
+PACKAGES = ("base", "data", "modeling", "training", "serving", "tasks")
+ALLOWED = {
+    "base": set(),
+    "data": {"base"},
+    "modeling": {"base"},
+    "training": {"base", "data", "modeling"},
+    "serving": {"base", "data", "modeling"},
+    "tasks": {"base", "data", "modeling", "training", "serving", "tasks"},
+}
+SCRIPTS = {path.stem for path in REPO_ROOT.glob("*.py")}
+NEVER_IMPORTED = {"tests", "benchmarks", "examples", "scripts"} | SCRIPTS
+
+
+def imported_modules(source):
+  """The dotted names a module's source imports (`from a import b` gives `a.b`)."""
+  names = []
+  for node in ast.walk(ast.parse(source)):
+    if isinstance(node, ast.Import):
+      names.extend(alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+      names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+  return names
+
+
+def wrong_way_imports(module_path, source):
+  """`[(imported name, reason)]` for each import of `source` (the module at `module_path`,
+  relative to the repository root) that breaks the rule above."""
+  parts = pathlib.PurePosixPath(module_path).with_suffix("").parts
+  package = parts[0]
+  family = parts[1] if package == "tasks" and len(parts) > 2 else None
+  problems = []
+  for name in imported_modules(source):
+    top = name.split(".")[0]
+    if top in NEVER_IMPORTED:
+      problems.append((name, f"nothing imports {top}"))
+    elif top in PACKAGES and top != package and top not in ALLOWED[package]:
+      problems.append((name, f"{package} may import only {sorted(ALLOWED[package]) or 'nothing'}"))
+    elif top == "tasks" and package == "tasks":
+      imported = name.split(".")
+      other = imported[1] if len(imported) > 2 else None
+      if other is not None and other != family and (REPO_ROOT / "tasks" / other).is_dir():
+        problems.append((name, f"task family {family or 'tasks'} imports family {other}"))
+  return problems
+
+
+def test_the_checker_flags_wrong_way_imports():
+  assert wrong_way_imports("training/engine.py", "from serving import saved_model_export") == [
+      ("serving.saved_model_export", "training may import only ['base', 'data', 'modeling']")]
+  assert wrong_way_imports("base/cli.py", "import data.tokenization")
+  assert wrong_way_imports("tasks/ner/task.py", "from tasks.squad import features")
+  assert wrong_way_imports("data/schemas.py", "from tests import conftest")
+  assert wrong_way_imports("tasks/ner/task.py", "from tasks.ner import features") == []
+  assert wrong_way_imports("serving/servable.py", "from modeling import keras_variables") == []
+
+
+def test_every_module_imports_only_downwards():
+  problems = []
+  for package in PACKAGES:
+    for path in sorted((REPO_ROOT / package).rglob("*.py")):
+      relative = path.relative_to(REPO_ROOT).as_posix()
+      problems.extend(f"{relative}: imports {name} ({reason})"
+                      for name, reason in wrong_way_imports(relative, path.read_text()))
+  assert not problems, "\n".join(problems)
+
+
+def test_no_script_imports_another_script():
+  problems = [f"{path.name}: imports {name}"
+              for path in sorted(REPO_ROOT.glob("*.py"))
+              for name in imported_modules(path.read_text())
+              if name.split(".")[0] in SCRIPTS]
+  assert not problems, "\n".join(problems)
