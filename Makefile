@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= demo_output
 
-.PHONY: demo test clean
+.PHONY: demo test test-fast clean
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(VENV)/.runtime
 
 test: $(VENV)/.dev
 	$(PY) -m pytest tests
+
+# The unit tier, for the inner loop: no child processes, no real-model training.
+test-fast: $(VENV)/.dev
+	$(PY) -m pytest tests -m "not slow"
 
 clean:
 	rm -rf $(DEMO_DIR)

@@ -2,20 +2,38 @@
 
 import functools
 import json
+import os
 import subprocess
 import sys
 
 from tests.conftest import REPO_ROOT
 
+TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"
 
-def run_script(script, *flags, timeout=None):
-  """Runs `python <script> <flags>` from the repository root.
+
+def child_env(**extra):
+  """The environment of a child process: the repository importable, TensorFlow's C++ logs quiet,
+  no TF_CONFIG inherited from the test's environment; then `extra`."""
+  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("TF_CONFIG", None)
+  env.update(extra)
+  return env
+
+
+def run_script(script, *flags, timeout=None, root=REPO_ROOT):
+  """Runs `python <script> <flags>` from `root` (the repository, or another tree of it).
 
   Returns:
     the `subprocess.CompletedProcess`, with `stdout` and `stderr` as text.
   """
-  return subprocess.run([sys.executable, str(REPO_ROOT / script), *flags],
-                        capture_output=True, text=True, cwd=REPO_ROOT, timeout=timeout)
+  return subprocess.run([sys.executable, str(root / script), *flags],
+                        capture_output=True, text=True, cwd=root, timeout=timeout)
+
+
+def run_toy_runner(*flags, timeout=120, **env):
+  """Runs `tests/toy_runner.py <flags>` (the engine on a toy task) with `child_env(**env)`."""
+  return subprocess.run([sys.executable, str(TOY_RUNNER), *flags], capture_output=True,
+                        text=True, timeout=timeout, env=child_env(**env), cwd=REPO_ROOT)
 
 
 def run_python(code, *args, cwd=None, timeout=None):

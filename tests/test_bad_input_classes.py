@@ -20,6 +20,8 @@ from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 # script -> (flags a run needs besides its outputs, {output flag: "dir" or "file"}). Inputs are
 # filled in by `_flags`; the checks below fail before any of them is read.
 SCRIPTS = {

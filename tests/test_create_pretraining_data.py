@@ -19,6 +19,8 @@ from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 MAX_SEQ_LENGTH = 64
 MAX_PREDICTIONS = 10
 

@@ -1,8 +1,6 @@
 """The engine across processes: 2 replicas agree with 1, 2 workers agree, SIGKILL then resume."""
 
 import json
-import os
-import pathlib
 import signal
 import socket
 import subprocess
@@ -11,10 +9,11 @@ import sys
 import numpy as np
 import pytest
 
+from tests import scripts
 from tests import toy_task
+from tests.conftest import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"
+pytestmark = pytest.mark.slow
 
 # Runs in a fresh process: logical devices must be configured before TensorFlow initialises.
 TWO_REPLICA_SCRIPT = """
@@ -69,23 +68,11 @@ def _free_ports(count):
   return ports
 
 
-def _env(**extra):
-  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_CONFIG", None)
-  env.update(extra)
-  return env
-
-
-def _run_toy(args, timeout=120, **env):
-  return subprocess.run([sys.executable, str(TOY_RUNNER), *args], capture_output=True, text=True,
-                        timeout=timeout, env=_env(**env), cwd=REPO_ROOT)
-
-
 def test_two_replicas_give_the_same_losses_as_one_device(tmp_path):
   data_path = toy_task.write_records(tmp_path / "toy.tfrecord", 64)
   completed = subprocess.run(
       [sys.executable, "-c", TWO_REPLICA_SCRIPT, data_path, str(tmp_path / "out")],
-      capture_output=True, text=True, timeout=180, env=_env(), cwd=REPO_ROOT)
+      capture_output=True, text=True, timeout=180, env=scripts.child_env(), cwd=REPO_ROOT)
   assert completed.returncode == 0, completed.stderr[-3000:]
   line = next(l for l in completed.stdout.splitlines() if l.startswith("RESULTS "))
   results = json.loads(line[len("RESULTS "):])
@@ -129,8 +116,8 @@ def test_two_workers_train_in_lockstep(tmp_path, worker_1_flags):
     if index == 1:
       args += worker_1_flags
     processes.append(subprocess.Popen(
-        [sys.executable, str(TOY_RUNNER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=_env(TF_CONFIG=tf_config, TMPDIR=str(worker_tmp)), cwd=REPO_ROOT))
+        [sys.executable, str(scripts.TOY_RUNNER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=scripts.child_env(TF_CONFIG=tf_config, TMPDIR=str(worker_tmp)), cwd=REPO_ROOT))
   try:
     outputs = [p.communicate(timeout=120) for p in processes]
   finally:
@@ -157,19 +144,20 @@ def test_sigkill_then_resume_finishes_like_an_uninterrupted_run(tmp_path):
   common = [f"--input_file={data_path}", "--distribution_strategy=one_device",
             "--train_batch_size=8", "--num_train_steps=10", "--num_warmup_steps=3",
             "--save_checkpoints_steps=2", "--steps_per_loop=2", "--keep_checkpoint_max=0"]
-  reference = _run_toy(common + [f"--output_dir={tmp_path}/reference",
-                                 f"--result_file={tmp_path}/reference.json"])
+  reference = scripts.run_toy_runner(*common, f"--output_dir={tmp_path}/reference",
+                                     f"--result_file={tmp_path}/reference.json")
   assert reference.returncode == 0, reference.stderr[-3000:]
   output_dir = tmp_path / "killed"
-  killed = _run_toy(common + [f"--output_dir={output_dir}", f"--result_file={tmp_path}/killed.json",
-                              "--sigkill_after_checkpoint=4"])
+  killed = scripts.run_toy_runner(*common, f"--output_dir={output_dir}",
+                                  f"--result_file={tmp_path}/killed.json",
+                                  "--sigkill_after_checkpoint=4")
   assert killed.returncode == -signal.SIGKILL
   assert not (tmp_path / "killed.json").exists()
   before = {f.name: f.stat().st_mtime_ns for f in output_dir.glob("model.ckpt-*")}
   assert sorted(f for f in before if f.endswith(".index")) == ["model.ckpt-2.index",
                                                                 "model.ckpt-4.index"]
-  resumed = _run_toy(common + [f"--output_dir={output_dir}",
-                               f"--result_file={tmp_path}/resumed.json"])
+  resumed = scripts.run_toy_runner(*common, f"--output_dir={output_dir}",
+                                   f"--result_file={tmp_path}/resumed.json")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "Resuming at global step 4" in resumed.stderr
   result = json.loads((tmp_path / "resumed.json").read_text())

@@ -86,6 +86,7 @@ def test_bad_tf_config_is_named(monkeypatch):
     distribution.get_strategy("multi_worker_mirrored")
 
 
+@pytest.mark.slow
 def test_silent_tpu_endpoint_hits_the_deadline_instead_of_hanging():
   # TensorFlow's connect call waits forever on an endpoint that accepts TCP but never speaks gRPC;
   # it runs in a subprocess because the abandoned connection attempt stays in its eager context.

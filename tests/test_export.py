@@ -18,6 +18,8 @@ from tests import scripts
 from tests import xla_functions
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("max_seq_length", [5, 8, 13])
 def test_graph_pair_truncation_equals_the_original_loop(max_seq_length):

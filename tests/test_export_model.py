@@ -16,6 +16,8 @@ from modeling import pretraining_model
 from tests import saved_model_cli
 from tests import scripts
 
+pytestmark = pytest.mark.slow
+
 MAX_SEQ_LENGTH = 24
 # (text_a, text_b): singles, pairs, and inputs longer than MAX_SEQ_LENGTH on either side.
 INPUTS = [

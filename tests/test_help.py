@@ -7,6 +7,8 @@ import pytest
 from tests import scripts
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow
+
 # Runs a script as `python <script> --help` would, then reports what it printed and the flags it
 # had defined by then (absl defines the help flags before parsing, so these are all it accepts).
 HELP_AND_FLAGS = """

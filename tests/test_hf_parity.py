@@ -6,8 +6,6 @@ difference <= 1e-4 in float32 on STS-B dev sentences and sentence pairs, padded 
 
 import csv
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,9 @@ from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import hf_conversion
-from tests.conftest import REPO_ROOT
+from tests import scripts
+
+pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-4
 NUM_SINGLES = 24
@@ -102,13 +102,12 @@ def test_extract_features_end_to_end_matches_huggingface(converted, stsb_example
   input_file.write_text("".join(a + "\n" if b is None else f"{a} ||| {b}\n"
                                 for a, b in stsb_examples), encoding="utf-8")
   output_file = tmp_path / "features.jsonl"
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "extract_features.py"), f"--input_file={input_file}",
-       f"--output_file={output_file}", "--layers=-1",
-       f"--vocab_file={converted / 'vocab.txt'}",
-       f"--bert_config_file={converted / 'bert_config.json'}",
-       f"--init_checkpoint={converted / 'bert_model.ckpt'}", "--max_seq_length=128",
-       "--batch_size=16"], capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script(
+      "extract_features.py", f"--input_file={input_file}", f"--output_file={output_file}",
+      "--layers=-1", f"--vocab_file={converted / 'vocab.txt'}",
+      f"--bert_config_file={converted / 'bert_config.json'}",
+      f"--init_checkpoint={converted / 'bert_model.ckpt'}", "--max_seq_length=128",
+      "--batch_size=16")
   assert result.returncode == 0, result.stderr
   lines = [json.loads(line) for line in output_file.read_text(encoding="utf-8").splitlines()]
   assert [line["linex_index"] for line in lines] == list(range(len(stsb_examples)))
@@ -129,10 +128,8 @@ def test_extract_features_end_to_end_matches_huggingface(converted, stsb_example
 
 
 def test_hf_to_original_to_hf_round_trip_is_bit_identical(minilm_dir, converted, tmp_path):
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "convert_checkpoint.py"), "--direction=bert_to_hf",
-       f"--input_dir={converted}", f"--output_dir={tmp_path}"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script("convert_checkpoint.py", "--direction=bert_to_hf",
+                              f"--input_dir={converted}", f"--output_dir={tmp_path}")
   assert result.returncode == 0, result.stderr
   original = safetensors_numpy.load_file(str(minilm_dir / "model.safetensors"))
   round_trip = safetensors_numpy.load_file(str(tmp_path / "model.safetensors"))
@@ -178,10 +175,8 @@ def test_bad_hf_input_is_one_line_error(minilm_dir, tmp_path, case):
     (input_dir / "config.json").write_text(json.dumps(config))
     safetensors_numpy.save_file(weights, str(input_dir / "model.safetensors"))
     (input_dir / "vocab.txt").write_text("[PAD]\n")
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "convert_checkpoint.py"), "--direction=hf_to_bert",
-       f"--input_dir={input_dir}", f"--output_dir={tmp_path / 'out'}"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_script("convert_checkpoint.py", "--direction=hf_to_bert",
+                              f"--input_dir={input_dir}", f"--output_dir={tmp_path / 'out'}")
   assert result.returncode == 1
   last_line = result.stderr.strip().splitlines()[-1]
   assert "Traceback" not in result.stderr

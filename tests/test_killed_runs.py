@@ -6,16 +6,15 @@ import os
 import pathlib
 import socket
 import subprocess
-import sys
 import tempfile
 
+import pytest
 import tensorflow as tf
 
 from base import atomic_files
 from modeling import checkpoint_io
 from tests import scripts
 from tests import toy_task
-from tests.conftest import REPO_ROOT
 from serving import saved_model_export
 from tests.conftest import SAMPLES_DIR
 from training import checkpointing
@@ -28,12 +27,8 @@ def _dead_pid():
 
 
 def _run_toy(tmp_path, *flags):
-  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_CONFIG", None)
-  return subprocess.run(
-      [sys.executable, str(REPO_ROOT / "tests" / "toy_runner.py"),
-       "--distribution_strategy=one_device", f"--result_file={tmp_path / 'result.json'}",
-       *flags], capture_output=True, text=True, timeout=120, env=env, cwd=REPO_ROOT)
+  return scripts.run_toy_runner("--distribution_strategy=one_device",
+                                f"--result_file={tmp_path / 'result.json'}", *flags)
 
 
 def test_only_temporaries_of_dead_processes_are_removed(tmp_path):
@@ -66,6 +61,7 @@ def test_pruning_converges_after_a_kill_between_state_file_and_deletion(tmp_path
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_busy_output_dir_is_refused_and_a_dead_runs_lock_taken_over(tmp_path):
   data = toy_task.write_records(tmp_path / "toy.tfrecord", 16)
   output_dir = tmp_path / "out"
@@ -97,6 +93,7 @@ def test_a_second_run_on_a_busy_output_dir_is_refused_and_a_dead_runs_lock_taken
       f"{lock} if that run is over")
 
 
+@pytest.mark.slow
 def test_a_killed_trainings_leftovers_are_removed_by_the_next_run(tmp_path):
   data = toy_task.write_records(tmp_path / "toy.tfrecord", 16)
   output_dir = tmp_path / "out"
@@ -114,6 +111,7 @@ def test_a_killed_trainings_leftovers_are_removed_by_the_next_run(tmp_path):
   assert not [p.name for p in output_dir.iterdir() if ".tmp-" in p.name or p.name == ".lock"]
 
 
+@pytest.mark.slow
 def test_data_creation_removes_what_a_killed_run_left(tmp_path, sample_vocab):
   output = tmp_path / "data.tfrecord"
   dead = _dead_pid()

@@ -1,7 +1,11 @@
 """learn_vocab.py: a released-style vocab learned from real text, and its bad-input errors."""
 
+import pytest
+
 from data import tokenization
 from tests import scripts
+
+pytestmark = pytest.mark.slow
 
 
 def _learn_vocab(*flags):

@@ -10,6 +10,8 @@ import tensorflow as tf
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 SAMPLE_DIR = SAMPLES_DIR / "classification"
 
 

@@ -18,6 +18,8 @@ from data import sequence_pairs
 from data import tokenization
 from tests import scripts
 
+pytestmark = pytest.mark.slow
+
 # Four topics of single-piece words of the sample vocab. The context is words of one topic; the
 # choices are words of each of the four topics, so only the context tells the right one.
 TOPICS = [["bees", "honey", "hive", "queen", "colony", "nectar"],

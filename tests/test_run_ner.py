@@ -9,6 +9,8 @@ import pytest
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 
 run_ner = scripts.fine_tuning_runner("run_ner.py")
 

@@ -15,6 +15,8 @@ from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 from tests.pretraining_records import write_records
 
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 32
 NUM_PREDICTIONS = 5
 VOCAB_SIZE = 100

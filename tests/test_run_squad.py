@@ -8,6 +8,8 @@ import pytest
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 SAMPLE_TRAIN = SAMPLES_DIR / "squad" / "train.json"
 SAMPLE_DEV = SAMPLES_DIR / "squad" / "dev.json"
 

@@ -7,7 +7,11 @@ import sys
 
 import tensorflow as tf
 
+import pytest
+
 from data import schemas
+
+pytestmark = pytest.mark.slow
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"

@@ -9,14 +9,16 @@ without it.
 
 import shutil
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
+
+pytestmark = pytest.mark.slow
 
 BASELINE_COMMIT = "48fc389b1cf78df2f0064bd8d360ed4ffcda84f4"
 
@@ -63,11 +65,10 @@ def baseline_tree(tmp_path_factory):
 
 
 def _run(tree, script, output_dir, vocab_file, config_file):
-  result = subprocess.run(
-      [sys.executable, str(tree / script), *COMMON_FLAGS, *RUNNERS[script],
-       f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-       f"--output_dir={output_dir / 'output'}", f"--export_dir={output_dir / 'export'}"],
-      capture_output=True, text=True, cwd=tree, timeout=600)
+  result = scripts.run_script(
+      script, *COMMON_FLAGS, *RUNNERS[script], f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--output_dir={output_dir / 'output'}",
+      f"--export_dir={output_dir / 'export'}", timeout=600, root=tree)
   assert result.returncode == 0, result.stderr[-3000:]
 
 

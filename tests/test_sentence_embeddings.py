@@ -12,6 +12,8 @@ import pytest
 from training import classification_metrics
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow
+
 TOLERANCE = 1e-4
 
 

@@ -18,6 +18,8 @@ from tests import saved_model_cli
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
+pytestmark = pytest.mark.slow
+
 SAMPLE_TRAIN = SAMPLES_DIR / "squad" / "train.json"
 SAMPLE_DEV = SAMPLES_DIR / "squad" / "dev.json"
 # The sample vocab splits rare words into letters: sample contexts are up to 152 pieces with their

@@ -7,11 +7,15 @@ import time
 
 import tensorflow as tf
 
+import pytest
+
 from modeling import optimization
 from tests import scripts
 from tests import toy_task
 from training import engine
 from training import input_pipeline
+
+pytestmark = pytest.mark.slow
 
 STEP_LINE = re.compile(r"step (\d+)/(\d+): loss = \S+, .*lr = .*examples/s = ")
 
