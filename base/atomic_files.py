@@ -70,8 +70,11 @@ def temporary_path(path):
   """Yields the name to write `path`'s content to; renames it to `path` when the block succeeds.
 
   Example:
-    >>> with temporary_path("out/train.tf_record") as temp_path:
-    ...   write_everything(temp_path)
+    >>> with temporary_path("train.tf_record") as temp_path:
+    ...   with tf.io.TFRecordWriter(temp_path) as writer:
+    ...     writer.write(b"record")
+    >>> tf.io.gfile.exists("train.tf_record")
+    True
   """
   temp_path = temporary_name(path)
   try:
@@ -88,8 +91,10 @@ def open_for_writing(path, mode="w"):
   succeeds; on any error neither it nor `path` is left changed.
 
   Example:
-    >>> with open_for_writing("out/eval_results.txt") as f:
-    ...   f.write("eval_accuracy = 0.9\n")
+    >>> with open_for_writing("eval_results.txt") as f:
+    ...   _ = f.write("eval_accuracy = 0.9\\n")
+    >>> open("eval_results.txt").read()
+    'eval_accuracy = 0.9\\n'
   """
   with temporary_path(path) as temp_path, tf.io.gfile.GFile(temp_path, mode) as f:
     yield f

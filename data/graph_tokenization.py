@@ -71,9 +71,10 @@ class GraphTokenizer(tf.Module):
     repair_utf8: see `basic_tokenize`; False only for texts known to be valid UTF-8.
 
   Example:
+    >>> # vocab.txt: [PAD] [UNK] [CLS] [SEP] [MASK] hello , world !
     >>> tokenizer = GraphTokenizer("vocab.txt", do_lower_case=True)
     >>> tokenizer.tokenize(tf.constant(["Hello, world!"]))
-    <tf.RaggedTensor [[7592, 1010, 2088, 999]]>
+    <tf.RaggedTensor [[5, 6, 7, 8]]>
   """
 
   def __init__(self, vocab_file, do_lower_case=True, repair_utf8=True, name=None):

@@ -162,11 +162,11 @@ def _write_parts(serialized, num_parts, compression_type, path_prefix):
   """Writes `serialized` as `num_parts` TFRecord files with TensorFlow's own writer.
 
   Part `k` holds records `k, k + num_parts, ...`, so the main process, which only appends each
-  part to an output file, keeps the records' round-robin over the files. The main process used to
-  write every record itself (2-3.5 us each, with unpickling them the largest part of its work,
-  while it shares the cores with the workers); a part is one file to append. Nor do the records
-  travel back as a worker's result: pickled through a pipe 64 KB at a time, a WikiText-2 shard's
-  15 MB took 60-120 ms, the worker idle meanwhile; a file (in the page cache) takes a few ms.
+  part to an output file, keeps the records' round-robin over the files. Appending a part is one
+  file copy, where writing each record in the main process would cost microseconds per record
+  (with unpickling them) on cores it shares with the workers. Nor do the records travel back as a
+  worker's result: pickled through a pipe 64 KB at a time, a shard's megabytes keep the worker
+  idle for tens of milliseconds, where a file in the page cache takes a few.
   Compressed parts are GZIP members, which concatenated are one GZIP stream (`TFRecordDataset`
   reads it).
 

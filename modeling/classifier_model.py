@@ -33,8 +33,11 @@ class BertClassifier(task_model.BertTaskModel):
     with `per_token`.
 
   Example:
-    >>> model = BertClassifier(BertConfig.from_json_file("bert_config.json"), num_outputs=2)
+    >>> model = BertClassifier(bert_config_lib.BertConfig.from_json_file("bert_config.json"),
+    ...                        num_outputs=2)
     >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> logits.shape  # [batch_size, num_outputs]
+    TensorShape([2, 2])
   """
 
   def __init__(self, config, num_outputs, per_token=False, **kwargs):

@@ -66,11 +66,14 @@ class BertEncoder(config_model.BertConfigModel):
     embedding_output: `[batch_size, seq_length, hidden_size]`.
 
   Example:
-    >>> config = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2,
-    ...                     num_attention_heads=2, intermediate_size=32)
+    >>> config = bert_config_lib.BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
     >>> encoder = BertEncoder(config)
     >>> outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
-    >>> outputs["pooled_output"].shape  # [batch_size, 16]
+    >>> outputs["sequence_output"].shape  # [batch_size, seq_length, hidden_size]
+    TensorShape([2, 8, 16])
+    >>> outputs["pooled_output"].shape  # [batch_size, hidden_size]
+    TensorShape([2, 16])
   """
 
   def __init__(self, config, **kwargs):

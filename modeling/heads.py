@@ -27,8 +27,13 @@ class MaskedLMHead(keras.layers.Layer):
     initializer_range: stddev of the truncated-normal kernel initializer.
 
   Example:
+    >>> from modeling import encoder as encoder_lib
+    >>> encoder = encoder_lib.BertEncoder(bert_config)
+    >>> sequence_output = encoder({"input_ids": ids, "input_mask": mask,
+    ...                            "segment_ids": segments})["sequence_output"]
     >>> head = MaskedLMHead(encoder.embeddings, hidden_act="gelu")
-    >>> logits = head(sequence_output, masked_lm_positions)  # [batch, num_predictions, vocab]
+    >>> head(sequence_output, tf.constant([[1, 2], [3, 4]])).shape  # [batch, predictions, vocab]
+    TensorShape([2, 2, 9])
   """
 
   def __init__(self, embeddings, hidden_act="gelu", initializer_range=0.02, **kwargs):
@@ -101,7 +106,8 @@ class OutputProjection(keras.layers.Layer):
 
   Example:
     >>> next_sentence = OutputProjection(2, hidden_size=768)
-    >>> logits = next_sentence(pooled_output)  # [batch_size, 2]
+    >>> next_sentence(tf.zeros([4, 768])).shape  # [batch_size, 2]
+    TensorShape([4, 2])
   """
 
   def __init__(self, num_outputs, hidden_size, initializer_range=0.02, dropout_rate=0.0,

@@ -44,8 +44,12 @@ class BertMultipleChoice(task_model.BertTaskModel):
   Outputs: float32 scores (logits of the softmax over choices) `[batch_size, num_choices]`.
 
   Example:
-    >>> model = BertMultipleChoice(BertConfig.from_json_file("bert_config.json"))
-    >>> scores = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> model = BertMultipleChoice(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
+    >>> choices = tf.stack([ids, ids, ids], axis=1)  # [batch_size, num_choices, seq_length]
+    >>> scores = model({"input_ids": choices, "input_mask": tf.ones_like(choices),
+    ...                 "segment_ids": tf.zeros_like(choices)})
+    >>> scores.shape
+    TensorShape([2, 3])
   """
 
   def __init__(self, config, **kwargs):

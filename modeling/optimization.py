@@ -47,8 +47,10 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
 
   Example:
     >>> schedule = WarmupPolynomialDecay(1e-4, decay_steps=100, warmup_steps=10)
-    >>> schedule(5)   # mid-warmup: 1e-4 * 5 / 10 = 5e-5
-    >>> schedule(10)  # first step after warmup: 1e-4 * (1 - 10 / 100) = 9e-5
+    >>> round(float(schedule(5)), 9)   # mid-warmup: 1e-4 * 5 / 10
+    5e-05
+    >>> round(float(schedule(10)), 9)  # first step after warmup: 1e-4 * (1 - 10 / 100)
+    9e-05
   """
 
   def __init__(self, initial_learning_rate, decay_steps, warmup_steps=0, end_learning_rate=0.0,
@@ -110,10 +112,11 @@ class AdamWeightDecay(tf.Module):
 
   Example:
     >>> optimizer = AdamWeightDecay(WarmupPolynomialDecay(1e-4, decay_steps=1000, warmup_steps=100))
-    >>> with strategy.scope():
-    ...   optimizer.build(model.name_to_variable())
-    >>> # inside strategy.run, after all-reducing the gradients:
-    >>> optimizer.apply_gradients(zip(gradients, optimizer.trainable_variables))
+    >>> weight = tf.Variable([1.0, 2.0])
+    >>> optimizer.build({"bert/weight": weight})  # under the strategy's scope when distributed
+    >>> _ = optimizer.apply_gradients([(tf.constant([0.5, -0.5]), weight)])
+    >>> int(optimizer.iterations)
+    1
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,

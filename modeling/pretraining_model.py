@@ -30,9 +30,13 @@ class BertPretrainingModel(task_model.BertTaskModel):
     sequence_output, pooled_output: the encoder's.
 
   Example:
-    >>> model = BertPretrainingModel(BertConfig.from_json_file("bert_config.json"))
-    >>> outputs = model(features)
-    >>> total_loss, _, _ = losses.pretraining_loss(outputs, features)
+    >>> model = BertPretrainingModel(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
+    >>> outputs = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+    ...                  "masked_lm_positions": tf.constant([[1, 2], [3, 4]])})
+    >>> outputs["masked_lm_logits"].shape  # [batch_size, max_predictions_per_seq, vocab_size]
+    TensorShape([2, 2, 9])
+    >>> outputs["next_sentence_logits"].shape
+    TensorShape([2, 2])
   """
 
   def __init__(self, config, **kwargs):

@@ -29,9 +29,10 @@ class BertSpanModel(task_model.BertTaskModel):
   Outputs: dict of float32 `start_logits` and `end_logits`, `[batch_size, seq_length]` each.
 
   Example:
-    >>> model = BertSpanModel(BertConfig.from_json_file("bert_config.json"))
+    >>> model = BertSpanModel(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
     >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
     >>> logits["start_logits"].shape  # [batch_size, seq_length]
+    TensorShape([2, 8])
   """
 
   def __init__(self, config, **kwargs):

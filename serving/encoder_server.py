@@ -49,9 +49,9 @@ class EncoderServer(tf.Module):
     with_text: include the tokenizer, `serving_default` and `embed`; False exports `predict_ids`
       alone, a SavedModel without tensorflow-text ops (loadable by a stock TensorFlow Serving).
 
-  Example:
-    >>> server = EncoderServer(model.encoder, model.masked_lm, "vocab.txt", True, 128, "mean")
-    >>> saved_model_export.export(server, "export", server.signatures())
+  Usage:
+    server = EncoderServer(model.encoder, model.masked_lm, "vocab.txt", True, 128, "mean")
+    saved_model_export.export(server, "export", server.signatures())
   """
 
   def __init__(self, encoder, masked_lm, vocab_file, do_lower_case, max_seq_length, pooling,

@@ -8,11 +8,11 @@ export, each as the flags ask. The family says how to read, what to write and ho
 runner owns the order, the logs, the errors and the output files every family shares
 (`label_list.txt`, `eval_results.txt`, the export).
 
-Example (the body of a runner script, after its task flags):
-  >>> from tasks import runner
-  >>> from tasks.ner import spec
-  >>> if __name__ == "__main__":
-  ...   runner.run(spec.NerSpec())
+Usage (the body of a runner script, after its task flags):
+  from tasks import runner
+  from tasks.ner import spec
+  if __name__ == "__main__":
+    runner.run(spec.NerSpec())
 """
 
 import dataclasses

@@ -65,9 +65,14 @@ class CheckpointManager:
       e.g., another `hidden_act`). None records nothing.
 
   Example:
-    >>> manager = CheckpointManager(output_dir, variables, keep_checkpoint_max=5)
-    >>> manager.restore_latest()  # -> step restored, or None
-    >>> manager.save(step=1000)   # -> output_dir/model.ckpt-1000
+    >>> manager = CheckpointManager("output", {"bert/weight": tf.Variable([1.0])},
+    ...                             keep_checkpoint_max=5)
+    >>> manager.restore_latest() is None  # nothing to resume from yet
+    True
+    >>> manager.save(step=1000)
+    'output/model.ckpt-1000'
+    >>> manager.restore_latest()  # the step restored
+    1000
   """
 
   def __init__(self, directory, name_to_variable, keep_checkpoint_max=5, is_chief=True,

@@ -40,6 +40,7 @@ class ClassifierTask(task_lib.Task):
 
   Example:
     >>> task = ClassifierTask(bert_config, label_kinds.CLASSIFICATION, num_labels=2)
+    >>> from training import engine
     >>> trainer = engine.Trainer(strategy, task, run_config, optimizer_fn)
   """
 

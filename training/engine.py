@@ -108,11 +108,11 @@ class Trainer:
       (e.g. `lambda: optimization.create_optimizer(lr, steps, warmup, "adamw")`); None for a
       trainer that only evaluates.
 
-  Example:
-    >>> trainer = Trainer(strategy, PretrainingTask(bert_config), config,
-    ...                   lambda: optimization.create_optimizer(1e-4, 1000, 100))
-    >>> trainer.train(train_input_fn)          # resumes from output_dir if it holds checkpoints
-    >>> trainer.evaluate(eval_input_fn, max_eval_steps=100)  # writes eval_results.txt
+  Usage:
+    trainer = Trainer(strategy, PretrainingTask(bert_config), config,
+                      lambda: optimization.create_optimizer(1e-4, 1000, 100))
+    trainer.train(train_input_fn)          # resumes from output_dir if it holds checkpoints
+    trainer.evaluate(eval_input_fn, max_eval_steps=100)  # writes eval_results.txt
   """
 
   def __init__(self, strategy, task, config, optimizer_fn=None):

@@ -1,4 +1,4 @@
-"""Flag groups shared by the runners (run_pretraining, run_classifier, run_squad, run_ner).
+"""Flag groups shared by the runners (run_pretraining and the fine-tuning runners of `tasks.runner`).
 
 Each runner defines its own task flags (as the original scripts) and calls the `define_*` functions
 below for the engine's flags; `run_config_from_flags` turns the values into an `engine.RunConfig`.

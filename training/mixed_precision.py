@@ -27,12 +27,16 @@ class DynamicLossScale(tf.Module):
     growth_steps: finite steps in a row after which the scale doubles.
 
   Example:
-    >>> with strategy.scope():
-    ...   loss_scale = DynamicLossScale()
-    >>> # in replica context:
-    >>> grads = tape.gradient(loss_scale.scale_loss(loss), variables)
-    >>> grads = loss_scale.unscale(all_reduced_grads)
-    >>> finite = loss_scale.update(grads)  # apply the update only if `finite`
+    >>> loss_scale = DynamicLossScale()  # under the strategy's scope when distributed
+    >>> weight = tf.Variable(3.0)
+    >>> with tf.GradientTape() as tape:
+    ...   scaled_loss = loss_scale.scale_loss(weight * weight)
+    >>> # (when distributed, the scaled gradients are all-reduced before unscaling)
+    >>> grads = loss_scale.unscale(tape.gradient(scaled_loss, [weight]))
+    >>> float(grads[0])
+    6.0
+    >>> bool(loss_scale.update(grads))  # apply the update only if the gradients are finite
+    True
   """
 
   def __init__(self, initial_scale=2.0 ** 15, growth_steps=2000, name=None):

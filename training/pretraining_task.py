@@ -16,6 +16,7 @@ class PretrainingTask(task_lib.Task):
     bert_config: a `BertConfig`.
 
   Example:
+    >>> from training import engine
     >>> trainer = engine.Trainer(strategy, PretrainingTask(bert_config), run_config, optimizer_fn)
   """
 

@@ -14,10 +14,12 @@ class Task(abc.ABC):
       replicas and micro-batches and reports `sum / count`).
 
   Example:
+    >>> import keras
+    >>> from modeling import classifier_model
     >>> class ClassifierTask(Task):
     ...   metric_names = ("eval_accuracy", "eval_loss")
     ...   def build_model(self):
-    ...     return BertClassifier(bert_config, num_labels=2)
+    ...     return classifier_model.BertClassifier(bert_config, num_outputs=2)
     ...   def compute_loss(self, features, outputs, training):
     ...     per_example = keras.losses.sparse_categorical_crossentropy(
     ...         features["label_ids"], outputs, from_logits=True)
@@ -27,6 +29,12 @@ class Task(abc.ABC):
     ...     return tf.reduce_mean(per_example), {
     ...         "eval_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights)),
     ...         "eval_loss": (tf.reduce_sum(per_example * weights), tf.reduce_sum(weights))}
+    >>> task = ClassifierTask()
+    >>> features = {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+    ...             "label_ids": tf.constant([0, 1]), "is_real_example": tf.constant([1, 1])}
+    >>> loss, metrics = task.compute_loss(features, task.build_model()(features), training=False)
+    >>> sorted(metrics)
+    ['eval_accuracy', 'eval_loss']
   """
 
   metric_names = ()

@@ -235,8 +235,10 @@ class GenericProcessor:
     regression: labels are numbers (one output, mean-squared-error loss).
 
   Example:
+    >>> _ = open("train.csv", "w").write("review,stars\\ngreat,5\\nbad,1\\n")
     >>> processor = GenericProcessor("csv", "review", None, "stars", has_header=True)
-    >>> examples = processor.get_train_examples("my_data")   # my_data/train.csv
+    >>> [(example.text_a, example.label) for example in processor.get_train_examples(".")]
+    [('great', '5'), ('bad', '1')]
   """
 
   def __init__(self, file_format, text_a_column, text_b_column, label_column, has_header=True,

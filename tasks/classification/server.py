@@ -32,9 +32,10 @@ class ClassifierServer(servable.Servable):
     with_text: include the tokenizer and `serving_default`; False exports `predict_ids` alone,
       a SavedModel without tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
 
-  Example:
-    >>> server = ClassifierServer(model, "vocab.txt", True, ["0", "1"], CLASSIFICATION, 128, True)
-    >>> saved_model_export.export(server, "export", server.signatures())
+  Usage:
+    server = ClassifierServer(model, "vocab.txt", True, ["0", "1"], label_kinds.CLASSIFICATION,
+                              128, has_pairs=True)
+    saved_model_export.export(server, "export", server.signatures())
   """
 
   def __init__(self, model, vocab_file, do_lower_case, label_list, kind, max_seq_length,

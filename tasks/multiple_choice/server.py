@@ -34,9 +34,9 @@ class MultipleChoiceServer(servable.Servable):
     with_text: include the tokenizer and `serving_default`; False exports `predict_ids` alone,
       without tensorflow-text ops (see `servable.Servable`).
 
-  Example:
-    >>> server = MultipleChoiceServer(model, "vocab.txt", True, 128)
-    >>> saved_model_export.export(server, "export", server.signatures())
+  Usage:
+    server = MultipleChoiceServer(model, "vocab.txt", True, 128)
+    saved_model_export.export(server, "export", server.signatures())
   """
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, with_text=True):

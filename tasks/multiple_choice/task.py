@@ -14,6 +14,7 @@ class MultipleChoiceTask(classifier_task.ClassifierTask):
     bert_config: a `BertConfig`.
 
   Example:
+    >>> from training import engine
     >>> trainer = engine.Trainer(strategy, MultipleChoiceTask(bert_config), run_config,
     ...                          optimizer_fn)
   """

@@ -40,7 +40,9 @@ class TaggingTask(task_lib.Task):
     max_seq_length: length of `predict`'s outputs (batches with dynamic padding are shorter).
 
   Example:
-    >>> trainer = engine.Trainer(strategy, TaggingTask(bert_config, 13, 128), config, optimizer_fn)
+    >>> from training import engine
+    >>> trainer = engine.Trainer(strategy, TaggingTask(bert_config, 13, 8), run_config,
+    ...                          optimizer_fn)
   """
 
   metric_names = ("token_accuracy",)

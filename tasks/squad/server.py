@@ -35,9 +35,9 @@ class SquadServer(servable.Servable):
     version_2_with_negative, null_score_diff_threshold: the null answer (SQuAD v2.0).
     with_text: include the tokenizer and `serving_default` (see `ClassifierServer`).
 
-  Example:
-    >>> server = SquadServer(model, "vocab.txt", True, 384, 64, 30, 20, False, 0.0)
-    >>> saved_model_export.export(server, "export", server.signatures())
+  Usage:
+    server = SquadServer(model, "vocab.txt", True, 384, 64, 30, 20, False, 0.0)
+    saved_model_export.export(server, "export", server.signatures())
   """
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, max_query_length,

@@ -31,7 +31,8 @@ class SquadTask(task_lib.Task):
       rest is filled with -10000, a logit no span is chosen from).
 
   Example:
-    >>> trainer = engine.Trainer(strategy, SquadTask(bert_config, 384), config, optimizer_fn)
+    >>> from training import engine
+    >>> trainer = engine.Trainer(strategy, SquadTask(bert_config, 8), run_config, optimizer_fn)
   """
 
   metric_names = ("start_accuracy", "end_accuracy")
