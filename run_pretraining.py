@@ -13,7 +13,6 @@ Example:
 
 from absl import flags
 from absl import logging
-import tensorflow as tf
 
 from base import cli
 from base import errors
@@ -50,17 +49,11 @@ def check_flags(bert_config):
   if not FLAGS.do_train and not FLAGS.do_eval:
     raise errors.UsageError("at least one of --do_train or --do_eval must be true")
   model_inputs.check_max_seq_length(FLAGS.max_seq_length, bert_config, FLAGS.bert_config_file)
-  for name in ("max_predictions_per_seq", "train_batch_size",
-               "eval_batch_size", "num_train_steps", "learning_rate"):
-    if FLAGS[name].value <= 0:
-      raise errors.UsageError(f"--{name} must be positive, got {FLAGS[name].value}")
+  training_flags.check_positive(FLAGS, ("max_predictions_per_seq", "train_batch_size",
+                                        "eval_batch_size", "num_train_steps", "learning_rate"))
   if FLAGS.num_warmup_steps < 0:
     raise errors.UsageError(f"--num_warmup_steps must not be negative, got {FLAGS.num_warmup_steps}")
-  if not FLAGS.do_train:
-    training_flags.check_weights_exist(FLAGS)
-  if FLAGS.init_checkpoint and not tf.train.latest_checkpoint(FLAGS.output_dir):
-    model_inputs.check_init_checkpoint(FLAGS.init_checkpoint, bert_config,
-                                       FLAGS.bert_config_file, FLAGS.partial_init_checkpoint)
+  training_flags.check_starting_weights(FLAGS, bert_config)
 
 
 def main(argv):

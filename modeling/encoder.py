@@ -1,5 +1,7 @@
 """`BertEncoder`: the original's `BertModel` as a Keras functional model."""
 
+import functools
+
 import keras
 
 from modeling import bert_config as bert_config_lib
@@ -7,6 +9,22 @@ from modeling import config_model
 from modeling import embeddings as embeddings_lib
 from modeling import transformer_layer
 from modeling import variable_names
+
+# The original's variable scopes under `bert/embeddings/` of the embedding tables.
+EMBEDDING_TABLES = ("word_embeddings", "token_type_embeddings", "position_embeddings")
+
+# The original's scope under `bert/encoder/layer_N/` -> the `TransformerLayer` sub-layer holding
+# its variables (a Dense, or a LayerNorm for scopes ending in LayerNorm).
+TRANSFORMER_LAYER_SCOPES = (
+    ("attention/self/query", "self_attention.query"),
+    ("attention/self/key", "self_attention.key"),
+    ("attention/self/value", "self_attention.value"),
+    ("attention/output/dense", "attention_output_dense"),
+    ("attention/output/LayerNorm", "attention_layer_norm"),
+    ("intermediate/dense", "intermediate_dense"),
+    ("output/dense", "output_dense"),
+    ("output/LayerNorm", "output_layer_norm"),
+)
 
 # The encoder's inputs, in the original's names.
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -134,27 +152,15 @@ class BertEncoder(config_model.BertConfigModel):
 
   def name_to_variable(self, scope="bert"):
     """Returns {original checkpoint name: variable}, e.g. `bert/embeddings/word_embeddings`."""
-    names = {
-        f"{scope}/embeddings/word_embeddings": self.embeddings.word_embeddings,
-        f"{scope}/embeddings/token_type_embeddings": self.embeddings.token_type_embeddings,
-        f"{scope}/embeddings/position_embeddings": self.embeddings.position_embeddings,
-    }
+    names = {f"{scope}/embeddings/{name}": getattr(self.embeddings, name)
+             for name in EMBEDDING_TABLES}
     names.update(variable_names.layer_norm_variables(f"{scope}/embeddings/LayerNorm",
                                                      self.embeddings.layer_norm))
     for index, layer in enumerate(self.transformer_layers):
-      prefix = f"{scope}/encoder/layer_{index}"
-      attention = layer.self_attention
-      names.update(variable_names.dense_variables(f"{prefix}/attention/self/query", attention.query))
-      names.update(variable_names.dense_variables(f"{prefix}/attention/self/key", attention.key))
-      names.update(variable_names.dense_variables(f"{prefix}/attention/self/value", attention.value))
-      names.update(variable_names.dense_variables(f"{prefix}/attention/output/dense",
-                                                  layer.attention_output_dense))
-      names.update(variable_names.layer_norm_variables(f"{prefix}/attention/output/LayerNorm",
-                                                       layer.attention_layer_norm))
-      names.update(variable_names.dense_variables(f"{prefix}/intermediate/dense",
-                                                  layer.intermediate_dense))
-      names.update(variable_names.dense_variables(f"{prefix}/output/dense", layer.output_dense))
-      names.update(variable_names.layer_norm_variables(f"{prefix}/output/LayerNorm",
-                                                       layer.output_layer_norm))
+      for original_scope, sublayer_path in TRANSFORMER_LAYER_SCOPES:
+        sublayer = functools.reduce(getattr, sublayer_path.split("."), layer)
+        variables_of = (variable_names.layer_norm_variables if original_scope.endswith("LayerNorm")
+                        else variable_names.dense_variables)
+        names.update(variables_of(f"{scope}/encoder/layer_{index}/{original_scope}", sublayer))
     names.update(variable_names.dense_variables(f"{scope}/pooler/dense", self.pooler.dense))
     return names

@@ -164,23 +164,17 @@ def check_flags(flag_values, bert_config):
   model_inputs.check_max_seq_length(flag_values.max_seq_length, bert_config,
                                     flag_values.bert_config_file)
   model_inputs.check_vocab(flag_values.vocab_file, bert_config, flag_values.bert_config_file)
-  for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
-               "num_train_epochs"):
-    if name in flag_values and flag_values[name].value <= 0:
-      raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
+  training_flags.check_positive(flag_values, ("train_batch_size", "eval_batch_size",
+                                              "predict_batch_size", "learning_rate",
+                                              "num_train_epochs"))
   if not 0 <= flag_values.warmup_proportion <= 1:
     raise errors.UsageError(
         f"--warmup_proportion must be in [0, 1], got {flag_values.warmup_proportion}")
   tokenization.validate_case_matches_checkpoint(flag_values.do_lower_case,
                                                 flag_values.init_checkpoint)
-  if flag_values.init_checkpoint and not tf.train.latest_checkpoint(flag_values.output_dir):
-    model_inputs.check_init_checkpoint(flag_values.init_checkpoint, bert_config,
-                                       flag_values.bert_config_file,
-                                       flag_values.partial_init_checkpoint)
   if flag_values.export_ids_only and not flag_values.export_dir:
     raise errors.UsageError("--export_ids_only needs --export_dir")
-  if not flag_values.do_train:
-    training_flags.check_weights_exist(flag_values)
+  training_flags.check_starting_weights(flag_values, bert_config)
   if flag_values.export_dir:
     try:
       saved_model_export.check_version(flag_values.export_dir, flag_values.export_version)

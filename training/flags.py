@@ -10,11 +10,13 @@ from absl import flags
 import tensorflow as tf
 
 from base import cli
+from base import errors
 from modeling import optimization
 from training import distribution
 from training import engine
 from training import input_pipeline
 from training import mixed_precision
+from training import model_inputs
 
 
 @cli.help_group("Distribution: GPUs, hosts, TPU")
@@ -199,6 +201,31 @@ def define_all(flag_values=flags.FLAGS):
   """The groups of the pretraining runner (and the test runners): the engine's and the input's."""
   define_engine_flags(flag_values)
   define_input_flags(flag_values)
+
+
+def check_positive(flag_values, names):
+  """Raises `errors.UsageError` for the first of the flags `names` (those defined) that is not
+  positive."""
+  for name in names:
+    if name in flag_values and flag_values[name].value <= 0:
+      raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
+
+
+def check_starting_weights(flag_values, bert_config):
+  """The checks of where a run's weights come from, before any work: a run that does not train
+  needs weights (`check_weights_exist`); an --init_checkpoint a run will start from (none in
+  --output_dir to resume) must fit the config.
+
+  Raises:
+    engine.ConfigError: no weights for a run that does not train.
+    checkpoint_io.CheckpointError: an --init_checkpoint of another shape than the config.
+  """
+  if not flag_values.do_train:
+    check_weights_exist(flag_values)
+  if flag_values.init_checkpoint and not tf.train.latest_checkpoint(flag_values.output_dir):
+    model_inputs.check_init_checkpoint(flag_values.init_checkpoint, bert_config,
+                                       flag_values.bert_config_file,
+                                       flag_values.partial_init_checkpoint)
 
 
 def check_weights_exist(flag_values):

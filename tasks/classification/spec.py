@@ -39,9 +39,10 @@ def make_processor(flag_values):
     if flag_values.multi_label and flag_values.regression:
       raise errors.UsageError("--multi_label and --regression exclude each other")
     return classifier_processors.GenericProcessor(
-        name, flag_values.text_a_column, flag_values.text_b_column, flag_values.label_column,
-        flag_values.has_header, flag_values.label_list, flag_values.multi_label,
-        flag_values.label_separator, flag_values.regression)
+        name, text_a_column=flag_values.text_a_column, text_b_column=flag_values.text_b_column,
+        label_column=flag_values.label_column, has_header=flag_values.has_header,
+        labels=flag_values.label_list, multi_label=flag_values.multi_label,
+        label_separator=flag_values.label_separator, regression=flag_values.regression)
   processors = classifier_processors.glue_processors(flag_values.xnli_language)
   if name not in processors:
     raise errors.UsageError(f"--task_name={flag_values.task_name}: unknown task; known tasks: "

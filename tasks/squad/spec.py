@@ -171,7 +171,8 @@ class SquadSpec(runner.FineTuningSpec):
 
   def make_server(self, flag_values, inputs, model, with_text):
     return squad_server.SquadServer(
-        model, flag_values.vocab_file, flag_values.do_lower_case, flag_values.max_seq_length,
-        flag_values.max_query_length, flag_values.max_answer_length, flag_values.n_best_size,
-        flag_values.version_2_with_negative, flag_values.null_score_diff_threshold,
-        with_text=with_text)
+        model, flag_values.vocab_file, flag_values.do_lower_case,
+        max_seq_length=flag_values.max_seq_length, max_query_length=flag_values.max_query_length,
+        max_answer_length=flag_values.max_answer_length, n_best_size=flag_values.n_best_size,
+        version_2_with_negative=flag_values.version_2_with_negative,
+        null_score_diff_threshold=flag_values.null_score_diff_threshold, with_text=with_text)
