@@ -42,6 +42,10 @@ flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamWeightDecay
 flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches.")
+training_flags.define_evaluation_flags(with_best_checkpoint=False)
+flags.DEFINE_string("eval_input_file", None, "Held-out pretraining records (glob or "
+                    "comma-separated) that --do_eval and --eval_every_steps evaluate on; default "
+                    "--input_file, as the original's --do_eval.")
 flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 
 
@@ -69,6 +73,9 @@ def main(argv):
       files[0], bert_config.vocab_size,
       compression_type=input_pipeline.COMPRESSION_TYPES[FLAGS.input_compression])
   logging.info("%d input file(s), e.g. %s", len(files), files[0])
+  evaluation_config = training_flags.evaluation_config_from_flags(
+      FLAGS, metric_names=(), default_metric=None,
+      eval_data=FLAGS.eval_input_file or FLAGS.input_file)
 
   strategy = distribution.strategy_from_flags(FLAGS)
   run_config = training_flags.run_config_from_flags(
@@ -77,12 +84,15 @@ def main(argv):
       strategy, pretraining_task.PretrainingTask(bert_config), run_config,
       lambda: optimization.create_optimizer(FLAGS.learning_rate, FLAGS.num_train_steps,
                                             FLAGS.num_warmup_steps, FLAGS.optimizer))
-  if FLAGS.do_train:
-    trainer.train(train_input_fn)
-  if FLAGS.do_eval:
+  eval_input_fn = None
+  if FLAGS.do_eval or evaluation_config is not None:
     eval_input_fn, _ = input_pipeline.input_fn_from_flags(
-        FLAGS.input_file, feature_spec, FLAGS.eval_batch_size, is_training=False,
-        compression=FLAGS.input_compression)
+        FLAGS.eval_input_file or FLAGS.input_file, feature_spec, FLAGS.eval_batch_size,
+        is_training=False, compression=FLAGS.input_compression)
+  if FLAGS.do_train:
+    trainer.train(train_input_fn, evaluation_config,
+                  lambda: trainer.compute_eval_metrics(eval_input_fn, FLAGS.max_eval_steps))
+  if FLAGS.do_eval:
     trainer.evaluate(eval_input_fn, FLAGS.max_eval_steps)
 
 

@@ -108,7 +108,19 @@ sed 's/^/  /' "$DEMO_DIR/classifier.flags"
 "$PYTHON" run_classifier.py --flagfile="$DEMO_DIR/classifier.flags" \
   --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/classifier_output" \
   --do_train --do_eval --do_predict --train_batch_size=8 --num_train_epochs=10 \
-  --learning_rate=5e-4 --log_every_steps=26 --alsologtostderr=false
+  --learning_rate=5e-4 --log_every_steps=26 --eval_every_steps=13 --alsologtostderr=false
+"$PYTHON" - "$DEMO_DIR/classifier_output" <<'PY'
+import json, sys
+output = sys.argv[1]
+print("Evaluated every 13 steps while training (eval_history.jsonl):")
+for line in open(f"{output}/eval_history.jsonl"):
+  entry = json.loads(line)
+  print(f"  step {entry['step']:3}: eval_accuracy {entry['metrics']['eval_accuracy']:.3f}, "
+        f"eval_loss {entry['metrics']['eval_loss']:.3f}")
+best = json.load(open(f"{output}/best/best.json"))
+print(f"Best checkpoint kept: best/{best['checkpoint']} ({best['metric']} {best['value']:.3f}); "
+      "the final evaluation and predictions use it:")
+PY
 cat "$DEMO_DIR/classifier_output/eval_results.txt"
 "$PYTHON" - "$DEMO_DIR/classifier_output" <<'PY'
 import sys

@@ -100,8 +100,21 @@ class FineTuningSpec:
     raise NotImplementedError
 
   def evaluate(self, flag_values, inputs, run):
-    """--do_eval: scores the eval split (`run.trainer.record_eval_results`)."""
+    """Scores the model on the dev data; returns `{metric name: float}` (what --do_eval writes to
+    `eval_results.txt`, and what evaluation while training records)."""
     raise NotImplementedError
+
+  def eval_data(self, flag_values, inputs):
+    """What `evaluate` scores on ("the dev file"), or None when this run has nothing to score."""
+    return "the dev file" if "do_eval" in flag_values and flag_values.do_eval else None
+
+  def metric_names(self, flag_values, inputs):
+    """The names `evaluate` always reports (those a best checkpoint can be chosen by)."""
+    raise NotImplementedError
+
+  def default_metric(self, flag_values, inputs):
+    """The metric the best checkpoint is chosen by unless --best_checkpoint_metric says."""
+    return "eval_accuracy"
 
   def predict(self, flag_values, inputs, run):
     """--do_predict: writes the predictions of the predict split (on the chief only)."""
@@ -133,13 +146,17 @@ class Run:
     return self.trainer.predict(dataset, keep_features=keep_features,
                                 num_examples=self.records[split].num_rows)
 
-  def train(self):
-    self.trainer.train(input_pipeline.make_input_fn(
-        [self.records["train"].path],
-        self.spec.feature_spec(self.flag_values, self.inputs, "train"),
-        self.flag_values.train_batch_size, is_training=True,
-        dynamic_padding=self.dynamic_padding, seed=self.flag_values.seed,
-        **self._dataset_kwargs()))
+  def train(self, evaluation_config=None):
+    """Trains on the train split, evaluating while training with `evaluation_config`."""
+    self.trainer.train(
+        input_pipeline.make_input_fn(
+            [self.records["train"].path],
+            self.spec.feature_spec(self.flag_values, self.inputs, "train"),
+            self.flag_values.train_batch_size, is_training=True,
+            dynamic_padding=self.dynamic_padding, seed=self.flag_values.seed,
+            **self._dataset_kwargs()),
+        evaluation_config,
+        lambda: self.spec.evaluate(self.flag_values, self.inputs, self))
 
   def _dataset_kwargs(self):
     sequence_features = self.spec.sequence_features(self.flag_values, self.inputs)
@@ -232,6 +249,9 @@ def main(spec, argv):
   spec.check_flags(flag_values, bert_config)
   tokenizer = tokenization.FullTokenizer(flag_values.vocab_file, flag_values.do_lower_case)
   inputs = spec.read_inputs(flag_values, bert_config)
+  evaluation_config = training_flags.evaluation_config_from_flags(
+      flag_values, spec.metric_names(flag_values, inputs),
+      spec.default_metric(flag_values, inputs), spec.eval_data(flag_values, inputs))
   tf.io.gfile.makedirs(flag_values.output_dir)
   label_list = spec.label_list(flag_values, inputs)
   if label_list is not None:
@@ -255,9 +275,11 @@ def main(spec, argv):
     logging.info("%s, batch size %d, %d steps (%d warmup), dynamic padding %s",
                  spec.training_summary(inputs, records), flag_values.train_batch_size,
                  num_train_steps, num_warmup_steps, "on" if dynamic_padding else "off")
-    run_state.train()
+    run_state.train(evaluation_config)
+  if flag_values.final_checkpoint == "best":
+    trainer.restore_best()
   if "do_eval" in flag_values and flag_values.do_eval:
-    spec.evaluate(flag_values, inputs, run_state)
+    trainer.record_eval_results(spec.evaluate(flag_values, inputs, run_state))
   if flag_values.do_predict:
     spec.predict(flag_values, inputs, run_state)
   if flag_values.export_dir:

@@ -216,3 +216,17 @@ def test_a_checkpoint_of_another_depth_is_refused_unless_a_partial_start_is_aske
                             f"--init_checkpoint={deep / 'out'}", "--partial_init_checkpoint")
   assert partial.returncode == 0, partial.stderr[-3000:]
   assert "checkpoint tensors not used: bert/encoder/layer_2/*" in partial.stderr
+
+
+def test_evaluation_while_pretraining_on_a_held_out_file(tmp_path):
+  held_out = write_records(tmp_path / "held_out.tfrecord", num_records=32, seed=1)
+  result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=6", "--eval_every_steps=3",
+                           f"--eval_input_file={held_out}", "--max_eval_steps=2")
+  assert result.returncode == 0, result.stderr[-3000:]
+  history = [json.loads(line) for line in
+             (tmp_path / "out" / "eval_history.jsonl").read_text().splitlines()]
+  assert [entry["step"] for entry in history] == [3, 6]
+  assert {"masked_lm_accuracy", "next_sentence_accuracy", "loss"} <= set(history[0]["metrics"])
+  # Pretraining keeps no best checkpoint, and --do_eval was not asked for.
+  assert not (tmp_path / "out" / "best").exists()
+  assert not (tmp_path / "out" / "eval_results.txt").exists()

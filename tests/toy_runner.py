@@ -20,6 +20,7 @@ from training import distribution
 from training import engine
 from training import flags as training_flags
 from training import input_pipeline
+from training import periodic_evaluation
 
 training_flags.define_all()
 flags.DEFINE_string("input_file", None, "Toy TFRecords.")
@@ -36,6 +37,10 @@ flags.DEFINE_integer("sigkill_after_checkpoint", None,
                      "Test hook: SIGKILL this process right after writing this step's checkpoint.")
 flags.DEFINE_integer("max_loop_length", None,
                      "Test hook: this process plans training loops of at most this many steps.")
+flags.DEFINE_integer("eval_every_steps", None, "Evaluate while training every this many steps.")
+flags.DEFINE_list("scripted_scores", None, "Test hook: `step:score` pairs; evaluation while "
+                  "training reports `score` of the step it runs at.")
+flags.DEFINE_integer("early_stopping_patience", None, "Evaluations without a better score.")
 flags.mark_flags_as_required(["input_file", "output_dir", "result_file"])
 
 FLAGS = flags.FLAGS
@@ -73,7 +78,15 @@ def main(_):
       strategy, toy_task.ToyTask(), config,
       lambda: optimization.create_optimizer(FLAGS.learning_rate, FLAGS.num_train_steps,
                                             FLAGS.num_warmup_steps, FLAGS.optimizer))
-  result = trainer.train(input_fn)
+  evaluation_config, evaluate_fn = None, None
+  if FLAGS.eval_every_steps:
+    scores = {int(step): float(score) for step, score in
+              (pair.split(":") for pair in FLAGS.scripted_scores)}
+    evaluation_config = periodic_evaluation.EvaluationConfig(
+        FLAGS.eval_every_steps, metric="score", patience=FLAGS.early_stopping_patience)
+    evaluate_fn = lambda: {"score": scores[int(trainer.global_step.numpy())]}
+  result = trainer.train(input_fn, evaluation_config, evaluate_fn)
+  result["best_checkpoint"] = trainer.best_checkpoint()
   if FLAGS.do_eval:
     eval_fn, _ = input_pipeline.input_fn_from_flags(
         FLAGS.input_file, toy_task.FEATURE_SPEC, FLAGS.eval_batch_size, is_training=False)

@@ -33,7 +33,7 @@ def checkpoint_step(prefix):
   return int(match.group(1)) if match else None
 
 
-def _write_state_file(directory, prefixes):
+def write_state_file(directory, prefixes):
   """Atomically writes the `checkpoint` state proto listing `prefixes` (oldest first)."""
   # Relative paths keep the directory movable; latest_checkpoint joins them with the directory.
   names = [os.path.basename(p) for p in prefixes]
@@ -45,7 +45,8 @@ def _write_state_file(directory, prefixes):
     f.write(state)
 
 
-def _delete_checkpoint(prefix):
+def delete_checkpoint(prefix):
+  """Removes the files of checkpoint `prefix` (its index and data shards)."""
   for path in tf.io.gfile.glob(prefix + ".*"):
     tf.io.gfile.remove(path)
 
@@ -119,9 +120,9 @@ class CheckpointManager:
         f.write(json.dumps(self.model_config, indent=2, sort_keys=True) + "\n")
     prefixes = [p for p in self._existing() if p != prefix] + [prefix]
     kept = prefixes[-self.keep_checkpoint_max:] if self.keep_checkpoint_max else prefixes
-    _write_state_file(self.directory, kept)
+    write_state_file(self.directory, kept)
     for old in prefixes[:len(prefixes) - len(kept)]:
-      _delete_checkpoint(old)
+      delete_checkpoint(old)
     logging.info("Saved checkpoint %s", prefix)
     return prefix
 

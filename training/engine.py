@@ -36,6 +36,7 @@ from modeling import keras_variables
 from training import checkpointing
 from training import distribution
 from training import mixed_precision
+from training import periodic_evaluation
 
 EVAL_RESULTS_FILENAME = "eval_results.txt"
 
@@ -152,6 +153,7 @@ class Trainer:
     self._train_loop = None
     self._eval_step = None
     self._predict_step = None
+    self.evaluation = None
 
   def initialize(self):
     """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
@@ -299,7 +301,7 @@ class Trainer:
     temp_dir = tempfile.mkdtemp(prefix="worker-summaries-")
     return tf.summary.create_file_writer(temp_dir), temp_dir
 
-  def train(self, input_fn):
+  def train(self, input_fn, evaluation_config=None, evaluate_fn=None):
     """Trains until `num_train_steps`, resuming from output_dir's latest checkpoint.
 
     A loop of the compiled function runs at most `steps_per_loop` steps and also ends at each
@@ -310,9 +312,17 @@ class Trainer:
     the first loop, every multiple of `log_every_steps`, the last step, and any loop that ends
     `log_every_seconds` or more after the previous line; they cover every step since that line.
 
+    With `evaluation_config`, `evaluate_fn()` (the dev metrics, computed with `predict`) runs
+    after every `every_steps` steps and after the last; each evaluation is logged, summarised
+    for TensorBoard (`eval/`) and recorded by `periodic_evaluation.PeriodicEvaluation`, which
+    keeps the best checkpoint; training stops early when its patience runs out (a checkpoint of
+    that step is saved).
+
     Args:
       input_fn: `(tf.distribute.InputContext) -> tf.data.Dataset` of per-replica batches of
         `train_batch_size / num_replicas` examples, repeating (see `training.input_pipeline`).
+      evaluation_config: a `periodic_evaluation.EvaluationConfig`, or None.
+      evaluate_fn: `() -> {metric name: float}`, needed with `evaluation_config`.
 
     Returns:
       dict with `global_step` (int), `loss` (mean over the steps of the last log line),
@@ -329,6 +339,15 @@ class Trainer:
     self.initialize()
     step = int(self.global_step.numpy())
     result = {"global_step": step, "loss": None, "metrics": {}, "history": []}
+    self.evaluation = None
+    if evaluation_config is not None:
+      self.evaluation = periodic_evaluation.PeriodicEvaluation(
+          config.output_dir, self.checkpoints.name_to_variable, evaluation_config, self.is_chief)
+      self.evaluation.resume(step)
+      stop_reason = self.evaluation.stop_reason()
+      if stop_reason:
+        logging.info("Not training on from step %d: %s", step, stop_reason)
+        return result
     if step >= config.num_train_steps:
       logging.info("Global step %d already reaches num_train_steps=%d; nothing to train",
                    step, config.num_train_steps)
@@ -344,7 +363,7 @@ class Trainer:
     try:
       while step < config.num_train_steps:
         num_steps = self._same_on_every_worker(
-            self._loop_length(step, last_loop, window.seconds()))
+            self._loop_length(step, last_loop, window.seconds(), evaluation_config))
         loop_start = time.monotonic()
         losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
         losses = losses.numpy()
@@ -369,21 +388,33 @@ class Trainer:
           window = _LogWindow(self.task.metric_names)
         if rate_origin is None:
           rate_origin = (step, time.monotonic())
-        if step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps:
+        saved = step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps
+        if saved:
           self.checkpoints.save(step)
+        if evaluation_config is not None and (step % evaluation_config.every_steps == 0
+                                              or step >= config.num_train_steps):
+          stop_reason = self._evaluate_while_training(step, evaluate_fn)
+          if stop_reason:
+            logging.info("Stopping at step %d of %d: %s", step, config.num_train_steps,
+                         stop_reason)
+            if not saved:
+              self.checkpoints.save(step)
+            result["global_step"] = step
+            break
     finally:
       writer.close()
       if temp_dir:
         shutil.rmtree(temp_dir, ignore_errors=True)
     return result
 
-  def _loop_length(self, step, last_loop, seconds_since_log):
+  def _loop_length(self, step, last_loop, seconds_since_log, evaluation_config=None):
     """Steps of the next loop from global step `step` (see `train`).
 
     Args:
       step: the global step the loop starts from.
       last_loop: (steps, seconds) of the previous loop, or None before the first.
       seconds_since_log: time since the last log line (or the start).
+      evaluation_config: the loop also ends at each evaluation step.
     """
     config = self.config
     if last_loop is None:
@@ -392,6 +423,8 @@ class Trainer:
                     _steps_to_next_multiple(step, config.save_checkpoints_steps),
                     _steps_to_next_multiple(step, config.log_every_steps),
                     config.num_train_steps - step)
+    if evaluation_config is not None:
+      num_steps = min(num_steps, _steps_to_next_multiple(step, evaluation_config.every_steps))
     last_steps, last_seconds = last_loop
     seconds_left = max(config.log_every_seconds - seconds_since_log, 0.0)
     steps_until_due = math.ceil(seconds_left * last_steps / max(last_seconds, 1e-9))
@@ -439,6 +472,11 @@ class Trainer:
     writer.flush()
 
   def evaluate(self, input_fn, max_eval_steps=None):
+    """`compute_eval_metrics`, then `record_eval_results`: the figures below, written to
+    `output_dir/eval_results.txt` and to summaries in `output_dir/eval`."""
+    return self.record_eval_results(self.compute_eval_metrics(input_fn, max_eval_steps))
+
+  def compute_eval_metrics(self, input_fn, max_eval_steps=None):
     """Evaluates the current weights (restored from output_dir or init_checkpoint if not trained).
 
     Args:
@@ -447,10 +485,9 @@ class Trainer:
       max_eval_steps: stop after this many batches (None: until the data ends).
 
     Returns:
-      dict: each task metric as sum/count over all batches and replicas, `loss` (mean per-example
-      loss; the mean of batch losses when batches are full, as the original's Estimator) and
-      `global_step`; also written to `output_dir/eval_results.txt` and to summaries in
-      `output_dir/eval`.
+      dict: each task metric as sum/count over all batches and replicas, and `loss` (mean
+      per-example loss; the mean of batch losses when batches are full, as the original's
+      Estimator).
     """
     self.initialize()
     if self._eval_step is None:
@@ -480,7 +517,47 @@ class Trainer:
     results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
     results["loss"] = loss_sum / example_count
     logging.info("Evaluated %d batch(es)", num_batches)
-    return self.record_eval_results(results)
+    return results
+
+  def _evaluate_while_training(self, step, evaluate_fn):
+    """Runs one evaluation during training; returns why training should stop, or None."""
+    start = time.monotonic()
+    metrics = evaluate_fn()
+    seconds = time.monotonic() - start
+    logging.info("Evaluation at step %d (%.1f s): %s", step, seconds,
+                 ", ".join(f"{k} = {v}" for k, v in sorted(metrics.items())))
+    self._summarize_eval(step, metrics)
+    self.evaluation.record(step, metrics, seconds)
+    return self.evaluation.stop_reason()
+
+  def best_checkpoint(self):
+    """The best checkpoint kept in output_dir by evaluation while training, or None."""
+    if self.evaluation is not None:
+      return self.evaluation.best_prefix()
+    return periodic_evaluation.recorded_best_prefix(self.config.output_dir)
+
+  def restore_best(self):
+    """Restores the best checkpoint (weights and global step), if there is one; returns its
+    prefix or None."""
+    prefix = self.best_checkpoint()
+    if prefix is None:
+      return None
+    self.initialize()
+    self.checkpoints.restore(prefix)
+    logging.info("Using the best checkpoint %s (step %d) from here on", prefix,
+                 int(self.global_step.numpy()))
+    return prefix
+
+  def _summarize_eval(self, step, results):
+    """Writes `results` as TensorBoard scalars of the `eval` run at `step`."""
+    writer, temp_dir = self._summary_writer("eval")
+    with writer.as_default(step=step):
+      for name, value in results.items():
+        if name != "global_step":
+          tf.summary.scalar(name, value)
+    writer.close()
+    if temp_dir:
+      shutil.rmtree(temp_dir, ignore_errors=True)
 
   def record_eval_results(self, results):
     """Logs `results`, writes them to the `eval` summaries and `output_dir/eval_results.txt`.
@@ -493,14 +570,7 @@ class Trainer:
     """
     results = dict(results, global_step=int(self.global_step.numpy()))
     logging.info("Eval results: %s", ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
-    writer, temp_dir = self._summary_writer("eval")
-    with writer.as_default(step=results["global_step"]):
-      for name, value in results.items():
-        if name != "global_step":
-          tf.summary.scalar(name, value)
-    writer.close()
-    if temp_dir:
-      shutil.rmtree(temp_dir, ignore_errors=True)
+    self._summarize_eval(results["global_step"], results)
     if self.is_chief:
       write_eval_results(os.path.join(self.config.output_dir, EVAL_RESULTS_FILENAME), results)
     return results

@@ -17,6 +17,7 @@ from training import engine
 from training import input_pipeline
 from training import mixed_precision
 from training import model_inputs
+from training import periodic_evaluation
 
 
 @cli.help_group("Distribution: GPUs, hosts, TPU")
@@ -161,6 +162,75 @@ def define_fine_tuning_flags(example_unit="Examples", max_seq_length=128, with_e
                      "Fraction of the training steps with a linear learning-rate warmup.", **fv)
 
 
+@cli.help_group("Evaluation while training, best checkpoint, early stopping")
+def define_evaluation_flags(with_best_checkpoint=True, flag_values=flags.FLAGS):
+  """--eval_every_steps; with `with_best_checkpoint` (the fine-tuning runners) also
+  --best_checkpoint_metric/_mode, --early_stopping_patience, --final_checkpoint."""
+  fv = {"flag_values": flag_values}
+  flags.DEFINE_integer("eval_every_steps", None,
+                       "With --do_train, evaluate the dev data every this many steps and after "
+                       "the last: logged, in TensorBoard, and one JSON line each in "
+                       f"<output_dir>/{periodic_evaluation.HISTORY_FILENAME}.", **fv)
+  if not with_best_checkpoint:
+    return
+  flags.DEFINE_string("best_checkpoint_metric", None,
+                      "The dev metric that chooses the best checkpoint, kept in "
+                      f"<output_dir>/{periodic_evaluation.BEST_DIRNAME}/ (default: the task's "
+                      "usual figure, e.g. f1 for MRPC, matthews_corrcoef for CoLA, pearson for "
+                      "STS-B, f1 for NER and SQuAD, else eval_accuracy).", **fv)
+  flags.DEFINE_enum("best_checkpoint_mode", None, periodic_evaluation.MODES,
+                    "Whether a higher or lower --best_checkpoint_metric is better (default: min "
+                    "for a loss, else max).", **fv)
+  flags.DEFINE_integer("early_stopping_patience", None,
+                       "Stop training after this many evaluations in a row without a better "
+                       "--best_checkpoint_metric.", **fv)
+  flags.DEFINE_enum("final_checkpoint", "best", ("best", "last"),
+                    "Which checkpoint --do_eval, --do_predict and --export_dir use after "
+                    "evaluation while training kept a best one.", **fv)
+
+
+def evaluation_config_from_flags(flag_values, metric_names, default_metric, eval_data):
+  """The `periodic_evaluation.EvaluationConfig` of the flags, or None without
+  --eval_every_steps (with no best checkpoint when the flags of one are not defined).
+
+  Args:
+    flag_values: the parsed flags.
+    metric_names: the names the task's evaluation reports (a metric to choose by must be one).
+    default_metric: the task's usual figure.
+    eval_data: what the run evaluates on, or None when it has none (named in the error).
+
+  Raises:
+    errors.UsageError: a non-positive value, a flag of this group without --eval_every_steps,
+      evaluation without --do_train or without dev data, an unknown metric.
+  """
+  every_steps = flag_values.eval_every_steps
+  best_flags = [name for name in ("best_checkpoint_metric", "best_checkpoint_mode",
+                                  "early_stopping_patience") if name in flag_values]
+  if every_steps is None:
+    for name in best_flags:
+      if flag_values[name].value is not None:
+        raise errors.UsageError(f"--{name} needs --eval_every_steps")
+    return None
+  check_positive(flag_values, ["eval_every_steps"] + [
+      name for name in ("early_stopping_patience",)
+      if name in flag_values and flag_values[name].value is not None])
+  if not flag_values.do_train:
+    raise errors.UsageError("--eval_every_steps evaluates while training: it needs --do_train")
+  if eval_data is None:
+    raise errors.UsageError(f"--eval_every_steps needs dev data to evaluate on ({default_metric}"
+                            " is computed on it)")
+  if not best_flags:
+    return periodic_evaluation.EvaluationConfig(every_steps=every_steps)
+  metric = flag_values.best_checkpoint_metric or default_metric
+  if metric not in metric_names:
+    raise errors.UsageError(f"--best_checkpoint_metric={metric}: not a metric of this task; "
+                            f"its metrics: {', '.join(sorted(metric_names))}")
+  return periodic_evaluation.EvaluationConfig(
+      every_steps=every_steps, metric=metric,
+      mode=flag_values.best_checkpoint_mode or periodic_evaluation.default_mode(metric),
+      patience=flag_values.early_stopping_patience)
+
+
 @cli.help_group("Export for TensorFlow Serving")
 def define_export_flags(flag_values=flags.FLAGS):
   """--export_dir, --export_version (fine-tuning runners)."""
@@ -194,6 +264,7 @@ def define_fine_tuning_runner_flags(example_unit="Examples", max_seq_length=128,
   define_engine_flags(flag_values)
   define_padding_flags(flag_values)
   define_fine_tuning_flags(example_unit, max_seq_length, with_eval, flag_values)
+  define_evaluation_flags(flag_values)
   define_export_flags(flag_values)
 
 

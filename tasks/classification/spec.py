@@ -128,9 +128,23 @@ class ClassificationSpec(runner.FineTuningSpec):
     logits, features = run.predict("eval", flag_values.eval_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     losses = classifier_task.per_example_loss(kind, logits, features["label_ids"]).numpy()
-    run.trainer.record_eval_results(classification_metrics.compute(
+    return classification_metrics.compute(
         kind, logits, features["label_ids"], features["is_real_example"], losses,
-        inputs.label_list, inputs.processor.metrics))
+        inputs.label_list, inputs.processor.metrics)
+
+  def metric_names(self, flag_values, inputs):
+    kind = inputs.processor.kind
+    names = {"eval_loss", *inputs.processor.metrics}
+    if kind != label_kinds.REGRESSION:
+      names.add("eval_accuracy")
+    if kind == label_kinds.MULTI_LABEL:
+      names.add("f1")
+    return names
+
+  def default_metric(self, flag_values, inputs):
+    if inputs.processor.metrics:
+      return inputs.processor.metrics[0]
+    return "eval_loss" if inputs.processor.kind == label_kinds.REGRESSION else "eval_accuracy"
 
   def predict(self, flag_values, inputs, run):
     logits, features = run.predict("predict", flag_values.predict_batch_size,

@@ -123,9 +123,12 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
                                    keep_features=("label_ids", "is_real_example"))
     losses = classifier_task.per_example_loss(label_kinds.CLASSIFICATION, scores,
                                               features["label_ids"]).numpy()
-    run.trainer.record_eval_results(classification_metrics.compute(
+    return classification_metrics.compute(
         label_kinds.CLASSIFICATION, scores, features["label_ids"],
-        features["is_real_example"], losses))
+        features["is_real_example"], losses)
+
+  def metric_names(self, flag_values, inputs):
+    return {"eval_loss", "eval_accuracy"}
 
   def predict(self, flag_values, inputs, run):
     scores, features = run.predict("predict", flag_values.predict_batch_size,

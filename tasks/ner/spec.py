@@ -116,7 +116,13 @@ class NerSpec(runner.FineTuningSpec):
     sentences, tags, loss = self._tag(flag_values, inputs, run, "eval",
                                       flag_values.eval_batch_size, DEV_PREDICTIONS_FILENAME)
     results = ner_metrics.score([s.tags for s in sentences], tags)
-    run.trainer.record_eval_results(dict(results, eval_loss=loss))
+    return dict(results, eval_loss=loss)
+
+  def metric_names(self, flag_values, inputs):
+    return {"precision", "recall", "f1", "token_accuracy", "eval_loss"}
+
+  def default_metric(self, flag_values, inputs):
+    return "f1"
 
   def predict(self, flag_values, inputs, run):
     sentences, tags, _ = self._tag(flag_values, inputs, run, "predict",

@@ -134,9 +134,8 @@ class SquadSpec(runner.FineTuningSpec):
   def make_task(self, flag_values, bert_config, inputs):
     return squad_task.SquadTask(bert_config, flag_values.max_seq_length)
 
-  def predict(self, flag_values, inputs, run):
-    """Answers the questions of --predict_file, writes the prediction files, scores them if the
-    file has answers."""
+  def _answer(self, flag_values, inputs, run):
+    """`(predictions, nbest, null_odds)` of the --predict_file questions by the current model."""
     features = run.records["predict"].features
     outputs, kept = run.predict("predict", flag_values.predict_batch_size,
                                 keep_features=("unique_ids",))
@@ -144,12 +143,40 @@ class SquadSpec(runner.FineTuningSpec):
         int(unique_id): (start, end) for unique_id, start, end in zip(
             kept["unique_ids"], outputs["start_logits"].tolist(),
             outputs["end_logits"].tolist())}
-    predictions, nbest, null_odds = squad_postprocessing.predict_all(
+    return squad_postprocessing.predict_all(
         inputs.predict_examples, features, logits_by_unique_id,
         n_best_size=flag_values.n_best_size, max_answer_length=flag_values.max_answer_length,
         do_lower_case=flag_values.do_lower_case,
         version_2_with_negative=flag_values.version_2_with_negative,
         null_score_diff_threshold=flag_values.null_score_diff_threshold)
+
+  def _score(self, flag_values, inputs, predictions, null_odds):
+    """The official SQuAD figures of `predictions`."""
+    return squad_metrics.evaluate(inputs.predict_articles, predictions,
+                                  version_2=flag_values.version_2_with_negative,
+                                  na_probs=null_odds or None)
+
+  def eval_data(self, flag_values, inputs):
+    """The --predict_file, when it has answers: SQuAD has no separate dev split."""
+    if flag_values.do_predict and has_answers(inputs.predict_articles):
+      return "the --predict_file's answers"
+    return None
+
+  def metric_names(self, flag_values, inputs):
+    return {"exact", "f1"}
+
+  def default_metric(self, flag_values, inputs):
+    return "f1"
+
+  def evaluate(self, flag_values, inputs, run):
+    predictions, _, null_odds = self._answer(flag_values, inputs, run)
+    return {name: float(value) for name, value in
+            self._score(flag_values, inputs, predictions, null_odds).items()}
+
+  def predict(self, flag_values, inputs, run):
+    """Answers the questions of --predict_file, writes the prediction files, scores them if the
+    file has answers."""
+    predictions, nbest, null_odds = self._answer(flag_values, inputs, run)
     if not run.trainer.is_chief:
       return
     written = {PREDICTIONS_FILENAME: predictions, NBEST_FILENAME: nbest}
@@ -160,9 +187,7 @@ class SquadSpec(runner.FineTuningSpec):
     logging.info("wrote %s to %s", ", ".join(written), flag_values.output_dir)
 
     if has_answers(inputs.predict_articles):
-      results = squad_metrics.evaluate(inputs.predict_articles, predictions,
-                                       version_2=flag_values.version_2_with_negative,
-                                       na_probs=null_odds or None)
+      results = self._score(flag_values, inputs, predictions, null_odds)
       squad_postprocessing.write_json(
           os.path.join(flag_values.output_dir, EVAL_RESULTS_JSON_FILENAME), results)
       run.trainer.record_eval_results({name: float(value) for name, value in results.items()})
