@@ -112,7 +112,8 @@ def test_two_workers_train_in_lockstep(tmp_path, worker_1_flags):
             f"--result_file={tmp_path}/result-{index}.json",
             "--distribution_strategy=multi_worker_mirrored", "--train_batch_size=8",
             "--num_train_steps=6", "--save_checkpoints_steps=3", "--steps_per_loop=3",
-            "--keep_checkpoint_max=0", "--do_eval", "--max_eval_steps=2"]
+            "--keep_checkpoint_max=0", "--do_eval", "--max_eval_steps=2",
+            "--eval_every_steps=2", "--scripted_scores=2:0.5,4:0.9,6:0.7"]
     if index == 1:
       args += worker_1_flags
     processes.append(subprocess.Popen(
@@ -135,6 +136,14 @@ def test_two_workers_train_in_lockstep(tmp_path, worker_1_flags):
   assert sorted(f.name for f in output_dir.glob("model.ckpt-*.index")) == [
       "model.ckpt-3.index", "model.ckpt-6.index"]
   assert not list((tmp_path / "tmp-1").iterdir()), "the worker left its temporary files"
+  # Evaluation while training: both workers evaluate and agree on the best; the chief alone wrote
+  # the history and the best checkpoint.
+  assert chief["best_checkpoint"] == worker["best_checkpoint"] == str(
+      output_dir / "best" / "model.ckpt-4")
+  assert [json.loads(line)["step"] for line in
+          (output_dir / "eval_history.jsonl").read_text().splitlines()] == [2, 4, 6]
+  assert sorted(f.name for f in (output_dir / "best").iterdir()) == [
+      "best.json", "checkpoint", "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index"]
 
 
 def test_sigkill_then_resume_finishes_like_an_uninterrupted_run(tmp_path):
