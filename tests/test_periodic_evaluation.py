@@ -198,3 +198,36 @@ def test_bad_evaluation_flags_are_one_line_errors_before_any_work(tmp_path, tiny
   last_line = result.stderr.strip().splitlines()[-1]
   assert last_line.startswith(f"run_classifier.py: error: {expected}"), last_line
   assert not (tmp_path / "out" / "train.tf_record").exists()
+
+
+FAMILY_RUNS = {
+    "run_ner.py": ((f"--data_dir={SAMPLES_DIR / 'ner'}", "--do_eval"), "f1"),
+    "run_multiple_choice.py": (("--task_name=jsonl", f"--data_dir={SAMPLES_DIR / 'multiple_choice'}",
+                                "--do_eval"), "eval_accuracy"),
+    "run_squad.py": ((f"--train_file={SAMPLES_DIR / 'squad' / 'train.json'}",
+                      f"--predict_file={SAMPLES_DIR / 'squad' / 'dev.json'}",
+                      "--version_2_with_negative", "--do_predict", "--doc_stride=16",
+                      "--max_query_length=8"), "f1"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(FAMILY_RUNS))
+def test_every_family_evaluates_while_training_by_its_default_metric(tmp_path, tiny_model,
+                                                                     script):
+  flags, metric = FAMILY_RUNS[script]
+  vocab_file, config_file = tiny_model
+  result = scripts.run_script(
+      script, "--distribution_strategy=one_device", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
+      "--max_seq_length=32", "--train_batch_size=4", "--learning_rate=1e-3", "--seed=3",
+      "--do_train", "--num_train_epochs=2", "--eval_every_steps=2", *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  history = [json.loads(line) for line in
+             (tmp_path / "out" / periodic_evaluation.HISTORY_FILENAME).read_text().splitlines()]
+  assert len(history) >= 2 and all(metric in entry["metrics"] for entry in history)
+  state = _best_state(tmp_path / "out")
+  assert state["metric"] == metric and state["mode"] == "max"
+  assert state["value"] == max(entry["metrics"][metric] for entry in history)
+  assert f"Using the best checkpoint {tmp_path / 'out' / 'best' / state['checkpoint']}" in (
+      result.stderr)
