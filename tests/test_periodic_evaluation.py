@@ -123,9 +123,17 @@ def test_the_engine_evaluates_stops_early_and_restores_the_best(tmp_path):
       for value in event.summary.value:
         logged[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
   assert {step: logged[("score", step)] for step in scores} == pytest.approx(scores)
-  # A new run in the same directory does not train on past the early stop.
+  # A new run in the same directory does not train on past the early stop; a run that only
+  # predicts or exports uses the best checkpoint.
   again = _trainer(tmp_path / "out", num_train_steps=20)
   assert again.train(input_fn, config, evaluate)["global_step"] == 10
+  assert _trainer(tmp_path / "out", num_train_steps=20).best_checkpoint().endswith(
+      "best/model.ckpt-4")
+  # Trained on without evaluations, the old best no longer stands for the run.
+  without_evaluation = _trainer(tmp_path / "out", num_train_steps=12)
+  assert without_evaluation.train(input_fn)["global_step"] == 12
+  assert without_evaluation.restore_best() is None
+  assert _trainer(tmp_path / "out", num_train_steps=12).best_checkpoint() is None
 
 
 @pytest.mark.slow

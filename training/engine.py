@@ -534,7 +534,9 @@ class Trainer:
     """The best checkpoint kept in output_dir by evaluation while training, or None."""
     if self.evaluation is not None:
       return self.evaluation.best_prefix()
-    return periodic_evaluation.recorded_best_prefix(self.config.output_dir)
+    latest = self.checkpoints.latest()
+    return periodic_evaluation.recorded_best_prefix(
+        self.config.output_dir, checkpointing.checkpoint_step(latest) if latest else None)
 
   def restore_best(self):
     """Restores the best checkpoint (weights and global step), if there is one; returns its

@@ -48,15 +48,35 @@ class EvaluationConfig:
   patience: int = None
 
 
-def recorded_best_prefix(output_dir):
-  """The best checkpoint an earlier run kept in `output_dir`, or None."""
+def recorded_best_prefix(output_dir, latest_step=None):
+  """The best checkpoint an earlier run kept in `output_dir`, or None; also None when training
+  went on past the last evaluation (`latest_step`, the latest checkpoint's step, beyond it): the
+  best was chosen among fewer steps than the run has."""
   state_path = os.path.join(output_dir, BEST_DIRNAME, BEST_STATE_FILENAME)
   if not tf.io.gfile.exists(state_path):
     return None
   with tf.io.gfile.GFile(state_path, "rb") as f:
     name = json.loads(f.read().decode("utf-8")).get("checkpoint", "")
   prefix = os.path.join(output_dir, BEST_DIRNAME, name)
-  return prefix if name and tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX) else None
+  if not name or not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX):
+    return None
+  if latest_step is not None:
+    last_evaluated = max((entry["step"] for entry in _read_history(output_dir)), default=0)
+    if latest_step > last_evaluated:
+      logging.warning("%s was chosen by evaluations up to step %d, but training went on to step "
+                      "%d without them: using the latest checkpoint", prefix, last_evaluated,
+                      latest_step)
+      return None
+  return prefix
+
+
+def _read_history(output_dir):
+  """The entries of `output_dir`'s evaluation history, oldest first ([] without one)."""
+  history_path = os.path.join(output_dir, HISTORY_FILENAME)
+  if not tf.io.gfile.exists(history_path):
+    return []
+  with tf.io.gfile.GFile(history_path, "rb") as f:
+    return [json.loads(line) for line in f.read().decode("utf-8").splitlines() if line.strip()]
 
 
 def default_mode(metric):
@@ -98,15 +118,7 @@ class PeriodicEvaluation:
   def resume(self, step):
     """Loads the history up to global step `step` (later entries are dropped: the run goes on
     from `step` and evaluates them again) and the best checkpoint's state."""
-    history_path = os.path.join(self.output_dir, HISTORY_FILENAME)
-    self.history = []
-    if tf.io.gfile.exists(history_path):
-      with tf.io.gfile.GFile(history_path, "rb") as f:
-        for line in f.read().decode("utf-8").splitlines():
-          if line.strip():
-            entry = json.loads(line)
-            if entry["step"] <= step:
-              self.history.append(entry)
+    self.history = [entry for entry in _read_history(self.output_dir) if entry["step"] <= step]
     state_path = os.path.join(self.best_dir, BEST_STATE_FILENAME)
     if tf.io.gfile.exists(state_path):
       with tf.io.gfile.GFile(state_path, "rb") as f:
@@ -115,7 +127,8 @@ class PeriodicEvaluation:
           and recorded_best_prefix(self.output_dir) is not None):
         self.best_step, self.best_value = state["step"], state["value"]
     if self.history:
-      logging.info("Resumed %d evaluation(s) from %s%s", len(self.history), history_path,
+      logging.info("Resumed %d evaluation(s) from %s%s", len(self.history),
+                   os.path.join(self.output_dir, HISTORY_FILENAME),
                    f"; best {self.config.metric} = {self.best_value} at step {self.best_step}"
                    if self.best_step is not None else "")
 
