@@ -90,6 +90,8 @@ def test_compute_classification_with_padding():
   expected_loss = (3 * np.log1p(np.exp(-2.0)) + 2 * np.log1p(np.exp(2.0))) / 5
   assert results == pytest.approx({"eval_accuracy": 0.6, "eval_loss": expected_loss,
                                    "f1": 2 / 3, "matthews_corrcoef": 1 / 6}, rel=1e-5)
+  assert metrics.reported_names(label_kinds.CLASSIFICATION, ("f1", "matthews_corrcoef")) == set(
+      results)
 
 
 def test_compute_regression_has_no_accuracy():
@@ -99,6 +101,7 @@ def test_compute_regression_has_no_accuracy():
   results = metrics.compute(label_kinds.REGRESSION, logits, labels, np.ones(3), losses, [],
                             ("pearson", "spearman"))
   assert set(results) == {"eval_loss", "pearson", "spearman"}
+  assert metrics.reported_names(label_kinds.REGRESSION, ("pearson", "spearman")) == set(results)
   assert results["eval_loss"] == pytest.approx((0.25 + 0 + 1) / 3)
 
 
@@ -110,6 +113,8 @@ def test_compute_multi_label_exact_match_and_micro_f1():
                             ["a", "b", "c"])
   # Row 0 exactly right; row 1 predicts b instead of c: TP 2, FP 1, FN 1.
   assert results["eval_accuracy"] == 0.5
+  # Three labels add per-class figures; the names reported for every label list are a subset.
+  assert metrics.reported_names(label_kinds.MULTI_LABEL) <= set(results)
   assert results["f1"] == pytest.approx(2 / 3)
 
 

@@ -29,6 +29,10 @@ def test_entities(tags, expected):
   assert ner_metrics.entities(tags) == expected
 
 
+def test_the_pooled_names_are_reported_even_without_entities():
+  assert set(ner_metrics.POOLED_NAMES) <= set(ner_metrics.score([["O", "O"]], [["O", "O"]]))
+
+
 def test_score_pools_types_and_needs_exact_boundaries():
   gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
   predicted = [["B-PER", "O", "O", "B-LOC"], ["B-ORG", "B-ORG"]]

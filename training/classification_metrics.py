@@ -115,6 +115,16 @@ def output_values(kind, logits):
   return np.exp(_log_softmax(logits))
 
 
+def reported_names(kind, extra_metrics=()):
+  """The names `compute` reports for every label list (the per-class figures aside)."""
+  names = {"eval_loss", *extra_metrics}
+  if kind != label_kinds.REGRESSION:
+    names.add("eval_accuracy")
+  if kind == label_kinds.MULTI_LABEL:
+    names.add("f1")
+  return names
+
+
 def compute(kind, logits, labels, weights, losses, label_list=(), extra_metrics=()):
   """The eval results of a task.
 

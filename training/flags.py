@@ -211,9 +211,7 @@ def evaluation_config_from_flags(flag_values, metric_names, default_metric, eval
       if flag_values[name].value is not None:
         raise errors.UsageError(f"--{name} needs --eval_every_steps")
     return None
-  check_positive(flag_values, ["eval_every_steps"] + [
-      name for name in ("early_stopping_patience",)
-      if name in flag_values and flag_values[name].value is not None])
+  check_positive(flag_values, ("eval_every_steps", "early_stopping_patience"))
   if not flag_values.do_train:
     raise errors.UsageError("--eval_every_steps evaluates while training: it needs --do_train")
   if eval_data is None:
@@ -275,10 +273,11 @@ def define_all(flag_values=flags.FLAGS):
 
 
 def check_positive(flag_values, names):
-  """Raises `errors.UsageError` for the first of the flags `names` (those defined) that is not
-  positive."""
+  """Raises `errors.UsageError` for the first of the flags `names` (those defined and set) that is
+  not positive."""
   for name in names:
-    if name in flag_values and flag_values[name].value <= 0:
+    if (name in flag_values and flag_values[name].value is not None
+        and flag_values[name].value <= 0):
       raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
 
 

@@ -52,14 +52,10 @@ def recorded_best_prefix(output_dir, latest_step=None):
   """The best checkpoint an earlier run kept in `output_dir`, or None; also None when training
   went on past the last evaluation (`latest_step`, the latest checkpoint's step, beyond it): the
   best was chosen among fewer steps than the run has."""
-  state_path = os.path.join(output_dir, BEST_DIRNAME, BEST_STATE_FILENAME)
-  if not tf.io.gfile.exists(state_path):
+  state = _read_best_state(output_dir)
+  if state is None:
     return None
-  with tf.io.gfile.GFile(state_path, "rb") as f:
-    name = json.loads(f.read().decode("utf-8")).get("checkpoint", "")
-  prefix = os.path.join(output_dir, BEST_DIRNAME, name)
-  if not name or not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX):
-    return None
+  prefix = os.path.join(output_dir, BEST_DIRNAME, state["checkpoint"])
   if latest_step is not None:
     last_evaluated = max((entry["step"] for entry in _read_history(output_dir)), default=0)
     if latest_step > last_evaluated:
@@ -68,6 +64,18 @@ def recorded_best_prefix(output_dir, latest_step=None):
                       latest_step)
       return None
   return prefix
+
+
+def _read_best_state(output_dir):
+  """`best/best.json` of `output_dir` when the checkpoint it names exists, else None."""
+  state_path = os.path.join(output_dir, BEST_DIRNAME, BEST_STATE_FILENAME)
+  if not tf.io.gfile.exists(state_path):
+    return None
+  with tf.io.gfile.GFile(state_path, "rb") as f:
+    state = json.loads(f.read().decode("utf-8"))
+  name = state.get("checkpoint", "")
+  index = os.path.join(output_dir, BEST_DIRNAME, name) + checkpoint_io.INDEX_SUFFIX
+  return state if name and tf.io.gfile.exists(index) else None
 
 
 def _read_history(output_dir):
@@ -119,13 +127,10 @@ class PeriodicEvaluation:
     """Loads the history up to global step `step` (later entries are dropped: the run goes on
     from `step` and evaluates them again) and the best checkpoint's state."""
     self.history = [entry for entry in _read_history(self.output_dir) if entry["step"] <= step]
-    state_path = os.path.join(self.best_dir, BEST_STATE_FILENAME)
-    if tf.io.gfile.exists(state_path):
-      with tf.io.gfile.GFile(state_path, "rb") as f:
-        state = json.loads(f.read().decode("utf-8"))
-      if (state.get("metric") == self.config.metric and state.get("mode") == self.config.mode
-          and recorded_best_prefix(self.output_dir) is not None):
-        self.best_step, self.best_value = state["step"], state["value"]
+    state = _read_best_state(self.output_dir)
+    if (state is not None and state["metric"] == self.config.metric
+        and state["mode"] == self.config.mode):
+      self.best_step, self.best_value = state["step"], state["value"]
     if self.history:
       logging.info("Resumed %d evaluation(s) from %s%s", len(self.history),
                    os.path.join(self.output_dir, HISTORY_FILENAME),

@@ -133,13 +133,8 @@ class ClassificationSpec(runner.FineTuningSpec):
         inputs.label_list, inputs.processor.metrics)
 
   def metric_names(self, flag_values, inputs):
-    kind = inputs.processor.kind
-    names = {"eval_loss", *inputs.processor.metrics}
-    if kind != label_kinds.REGRESSION:
-      names.add("eval_accuracy")
-    if kind == label_kinds.MULTI_LABEL:
-      names.add("f1")
-    return names
+    return classification_metrics.reported_names(inputs.processor.kind,
+                                                 inputs.processor.metrics)
 
   def default_metric(self, flag_values, inputs):
     if inputs.processor.metrics:

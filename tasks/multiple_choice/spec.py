@@ -128,7 +128,7 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
         features["is_real_example"], losses)
 
   def metric_names(self, flag_values, inputs):
-    return {"eval_loss", "eval_accuracy"}
+    return classification_metrics.reported_names(label_kinds.CLASSIFICATION)
 
   def predict(self, flag_values, inputs, run):
     scores, features = run.predict("predict", flag_values.predict_batch_size,

@@ -67,6 +67,10 @@ def _precision_recall_f1(correct, predicted, gold):
   return precision, recall, f1
 
 
+# What `score` reports for any corpus (the per-type figures depend on the types seen).
+POOLED_NAMES = ("precision", "recall", "f1", "token_accuracy")
+
+
 def score(gold_sentences, predicted_sentences):
   """conlleval's figures over a corpus.
 

@@ -93,7 +93,7 @@ class NerSpec(runner.FineTuningSpec):
     return schemas.tagging_feature_spec(flag_values.max_seq_length)
 
   def sequence_features(self, flag_values, inputs):
-    return tuple(schemas.tagging_feature_spec(flag_values.max_seq_length))
+    return tuple(self.feature_spec(flag_values, inputs, "train"))
 
   def make_task(self, flag_values, bert_config, inputs):
     return tagging_task.TaggingTask(bert_config, len(inputs.label_list),
@@ -119,7 +119,7 @@ class NerSpec(runner.FineTuningSpec):
     return dict(results, eval_loss=loss)
 
   def metric_names(self, flag_values, inputs):
-    return {"precision", "recall", "f1", "token_accuracy", "eval_loss"}
+    return {*ner_metrics.POOLED_NAMES, "eval_loss"}
 
   def default_metric(self, flag_values, inputs):
     return "f1"
