@@ -9,21 +9,49 @@ import tensorflow as tf
 MASK_ADDER = -10000.0
 
 
-def attention_mask_adder(input_mask, dtype=tf.float32):
-  """Turns a padding mask into the additive mask of the attention scores.
+def attention_mask_adder(attention_mask, dtype=tf.float32):
+  """Turns an attention mask into the additive mask of the attention scores.
 
-  As the original's `create_attention_mask_from_input_mask`, only the attended-to ("to") positions
-  are masked; every query position, padding included, attends to the real tokens.
+  A padding mask `[batch_size, seq_length]` masks, as the original's
+  `create_attention_mask_from_input_mask`, only the attended-to ("to") positions: every query
+  position, padding included, attends to the real tokens. A mask `[batch_size, seq_length,
+  seq_length]` (`packed_attention_mask`) says for each query ("from") position which positions
+  it attends to.
 
   Args:
-    input_mask: int `[batch_size, seq_length]`, 1 for real tokens and 0 for padding.
+    attention_mask: int `[batch_size, seq_length]`, 1 for real tokens and 0 for padding; or int
+      `[batch_size, from_length, to_length]`, 1 where the "from" position attends to the "to" one.
     dtype: dtype of the result.
 
   Returns:
-    `[batch_size, 1, 1, seq_length]`: 0 for real tokens, -10000 for padding.
+    `[batch_size, 1, 1, seq_length]` or `[batch_size, 1, from_length, to_length]`: 0 where
+    attended to, -10000 elsewhere.
   """
-  mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]
-  return (1.0 - mask) * MASK_ADDER
+  mask = tf.cast(attention_mask, dtype)
+  if mask.shape.rank == 2:
+    mask = mask[:, tf.newaxis, :]
+  return (1.0 - mask[:, tf.newaxis]) * MASK_ADDER
+
+
+class PackedAttentionMask(keras.layers.Layer):
+  """The block-diagonal attention mask of packed rows: a token attends only to the tokens of its
+  own instance, so instances sharing a row do not see each other (no cross-contamination).
+
+  Example:
+    >>> PackedAttentionMask()(tf.constant([[1, 1, 2, 0]])).numpy()[0]
+    array([[1, 1, 0, 0],
+           [1, 1, 0, 0],
+           [0, 0, 1, 0],
+           [0, 0, 0, 0]], dtype=int32)
+  """
+
+  def call(self, instance_ids):
+    """int `[batch_size, seq_length]` (1, 2, ... per instance, 0 at padding) -> int32
+    `[batch_size, seq_length, seq_length]`, 1 where both positions hold the same instance."""
+    instance_ids = tf.cast(instance_ids, tf.int32)
+    same_instance = tf.equal(instance_ids[:, :, tf.newaxis], instance_ids[:, tf.newaxis, :])
+    is_token = tf.not_equal(instance_ids, 0)[:, tf.newaxis, :]
+    return tf.cast(tf.logical_and(same_instance, is_token), tf.int32)
 
 
 class SelfAttention(keras.layers.Layer):
@@ -73,7 +101,8 @@ class SelfAttention(keras.layers.Layer):
     Args:
       hidden_states: float `[batch_size * seq_length, hidden_size]`, flattened to 2-D as the
         original keeps it (a 2-D matmul is several times faster than a broadcast 3-D one on CPU).
-      mask_adder: float `[batch_size, 1, 1, seq_length]` from `attention_mask_adder`.
+      mask_adder: float `[batch_size, 1, 1 or seq_length, seq_length]` from
+        `attention_mask_adder`.
       training: apply dropout.
 
     Returns:

@@ -10,7 +10,8 @@ class BertEmbeddings(keras.layers.Layer):
   """Sums word, token-type and position embeddings, as the original's `embedding_lookup` +
   `embedding_postprocessor`.
 
-  The position table is sliced to the sequence length (no position ids are fed). The original
+  The position table is sliced to the sequence length, unless position ids are fed (packed
+  rows). The original
   looked token types up by a one-hot matmul, which for 0/1 one-hot rows equals the gather used
   here. No scaling of the embeddings.
 
@@ -54,12 +55,14 @@ class BertEmbeddings(keras.layers.Layer):
     self.layer_norm.build((None, None, self.hidden_size))
     self.built = True
 
-  def call(self, input_ids, segment_ids, training=False):
+  def call(self, input_ids, segment_ids, position_ids=None, training=False):
     """Embeds a batch of token ids.
 
     Args:
       input_ids: int32 `[batch_size, seq_length]` word-piece ids.
       segment_ids: int32 `[batch_size, seq_length]` token-type ids.
+      position_ids: None for positions 0 .. seq_length - 1 (the original's); or int32
+        `[batch_size, seq_length]`, each token's position (packed rows restart at each instance).
       training: apply dropout.
 
     Returns:
@@ -71,8 +74,11 @@ class BertEmbeddings(keras.layers.Layer):
                        f"{self.max_position_embeddings}")
     word = tf.gather(self.word_embeddings, input_ids)
     token_type = tf.gather(self.token_type_embeddings, segment_ids)
-    position = self.position_embeddings[:tf.shape(input_ids)[1]]
-    summed = word + token_type + position[tf.newaxis]
+    if position_ids is None:
+      position = self.position_embeddings[:tf.shape(input_ids)[1]][tf.newaxis]
+    else:
+      position = tf.gather(self.position_embeddings, position_ids)
+    summed = word + token_type + position
     normalized = self.layer_norm(summed)
     return tf.cast(self.dropout(normalized, training=training), self.compute_dtype)
 

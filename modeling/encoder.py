@@ -3,7 +3,9 @@
 import functools
 
 import keras
+import tensorflow as tf
 
+from modeling import attention
 from modeling import bert_config as bert_config_lib
 from modeling import config_model
 from modeling import embeddings as embeddings_lib
@@ -28,6 +30,8 @@ TRANSFORMER_LAYER_SCOPES = (
 
 # The encoder's inputs, in the original's names.
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+# What a packed encoder also takes (`data.schemas.packed_pretraining_feature_spec`).
+PACKED_ENCODER_INPUTS = ENCODER_INPUTS + ("position_ids", "instance_ids")
 
 
 class Pooler(keras.layers.Layer):
@@ -50,9 +54,21 @@ class Pooler(keras.layers.Layer):
     self.dense.build((None, self.hidden_size))
     self.built = True
 
-  def call(self, sequence_output):
-    """`[batch_size, seq_length, hidden_size]` -> `[batch_size, hidden_size]`."""
-    return self.dense(sequence_output[:, 0, :])
+  def call(self, sequence_output, cls_positions=None):
+    """Pools the `[CLS]` token(s).
+
+    Args:
+      sequence_output: `[batch_size, seq_length, hidden_size]`.
+      cls_positions: None to pool position 0 (the original); or int32 `[batch_size,
+        num_sequences]`, the `[CLS]` position of each instance of a packed row.
+
+    Returns:
+      `[batch_size, hidden_size]`, or `[batch_size, num_sequences, hidden_size]` with
+      `cls_positions`.
+    """
+    if cls_positions is None:
+      return self.dense(sequence_output[:, 0, :])
+    return self.dense(tf.gather(sequence_output, cls_positions, batch_dims=1))
 
   def get_config(self):
     config = super().get_config()
@@ -69,16 +85,22 @@ class BertEncoder(config_model.BertConfigModel):
 
   Args:
     config: a `BertConfig`.
+    packed: take packed rows, several instances per row (`create_pretraining_data.py
+      --pack_sequences`): positions restart and attention stays within each instance. The
+      variables are the same either way.
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):
     input_ids: int32 `[batch_size, seq_length]`.
     input_mask: int32 `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
     segment_ids: int32 `[batch_size, seq_length]`.
+    position_ids, instance_ids: int32 `[batch_size, seq_length]`, only when `packed` (see
+      `data.schemas.packed_pretraining_feature_spec`).
 
   Outputs (dict):
     sequence_output: `[batch_size, seq_length, hidden_size]`, the last layer.
-    pooled_output: `[batch_size, hidden_size]`.
+    pooled_output: `[batch_size, hidden_size]`; not when `packed` (a row has a `[CLS]` per
+      instance: `pooler(sequence_output, cls_positions)` pools them).
     encoder_outputs: list of `num_hidden_layers` tensors `[batch_size, seq_length, hidden_size]`,
       every layer's output (the original's `get_all_encoder_layers()`).
     embedding_output: `[batch_size, seq_length, hidden_size]`.
@@ -94,7 +116,7 @@ class BertEncoder(config_model.BertConfigModel):
     TensorShape([2, 16])
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, packed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
@@ -124,27 +146,42 @@ class BertEncoder(config_model.BertConfigModel):
     # === Functional model ===
     inputs = {
         name: keras.Input(shape=(None,), dtype="int32", name=name)
-        for name in ENCODER_INPUTS
+        for name in (PACKED_ENCODER_INPUTS if packed else ENCODER_INPUTS)
     }
-    embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+    if packed:
+      embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
+                                    position_ids=inputs["position_ids"])
+      attention_mask = attention.PackedAttentionMask(name="packed_attention_mask")(
+          inputs["instance_ids"])
+    else:
+      embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+      attention_mask = inputs["input_mask"]
     hidden_states = embedding_output
     encoder_outputs = []
     for layer in layers:
-      hidden_states = layer(hidden_states, inputs["input_mask"])
+      hidden_states = layer(hidden_states, attention_mask)
       encoder_outputs.append(hidden_states)
     outputs = {
         "sequence_output": hidden_states,
-        "pooled_output": pooler(hidden_states),
         "encoder_outputs": encoder_outputs,
         "embedding_output": embedding_output,
     }
+    if not packed:
+      outputs["pooled_output"] = pooler(hidden_states)
     super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     # === Config ===
     self.config = config
+    self.packed = packed
     self.embeddings = embeddings
     self.transformer_layers = layers
     self.pooler = pooler
+
+  def get_config(self):
+    config = super().get_config()
+    if self.packed:
+      config["packed"] = True
+    return config
 
   def get_embedding_table(self):
     """The word-embedding variable `[vocab_size, hidden_size]` (tied to the masked-LM output)."""

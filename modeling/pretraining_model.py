@@ -8,6 +8,9 @@ from modeling import heads
 from modeling import task_model
 
 PRETRAINING_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+# What a packed model also takes (`data.schemas.packed_pretraining_feature_spec`).
+PACKED_PRETRAINING_INPUTS = PRETRAINING_INPUTS + ("position_ids", "instance_ids",
+                                                  "next_sentence_positions")
 
 
 class BertPretrainingModel(task_model.BertTaskModel):
@@ -16,18 +19,27 @@ class BertPretrainingModel(task_model.BertTaskModel):
   Checkpoint names are the original's: the encoder under `bert/`, the masked-LM head under
   `cls/predictions` (its output matrix is the word-embedding table, so there is no kernel), the
   next-sentence head `cls/seq_relationship/output_weights` `[2, H]` and `output_bias` `[2]`.
+  A packed model has the same variables, so its checkpoints are those of an unpacked one.
 
   Args:
     config: a `BertConfig` (or its dict).
+    packed: read packed rows (`data.schemas.packed_pretraining_feature_spec`): several instances
+      per row, each attending only to itself, with positions restarting at 0, and a next-sentence
+      prediction at each instance's `[CLS]`.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
-    `masked_lm_positions` int32 `[batch_size, max_predictions_per_seq]`. Other keys are ignored.
+    `masked_lm_positions` int32 `[batch_size, num_predictions]`; when `packed`, also
+    `position_ids`, `instance_ids` int32 `[batch_size, seq_length]` and `next_sentence_positions`
+    int32 `[batch_size, max_sequences_per_pack]`. Other keys are ignored.
 
   Outputs (dict):
-    masked_lm_logits: float32 `[batch_size, max_predictions_per_seq, vocab_size]`.
-    next_sentence_logits: float32 `[batch_size, 2]`; class 1 means "B is a random sentence".
-    sequence_output, pooled_output: the encoder's.
+    masked_lm_logits: float32 `[batch_size, num_predictions, vocab_size]`.
+    next_sentence_logits: float32 `[batch_size, 2]`, or `[batch_size, max_sequences_per_pack, 2]`
+      when `packed`; class 1 means "B is a random sentence".
+    sequence_output: the encoder's.
+    pooled_output: `[batch_size, hidden_size]`, or `[batch_size, max_sequences_per_pack,
+      hidden_size]` when `packed`.
 
   Example:
     >>> model = BertPretrainingModel(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
@@ -39,12 +51,12 @@ class BertPretrainingModel(task_model.BertTaskModel):
     TensorShape([2, 2])
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, packed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
     # === Layers ===
-    encoder = encoder_lib.BertEncoder(config, name="bert")
+    encoder = encoder_lib.BertEncoder(config, packed=packed, name="bert")
     masked_lm = heads.MaskedLMHead(encoder.embeddings, hidden_act=config.hidden_act,
                                    initializer_range=config.initializer_range,
                                    name="predictions")
@@ -53,19 +65,30 @@ class BertPretrainingModel(task_model.BertTaskModel):
 
     # === Functional model ===
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-              for name in PRETRAINING_INPUTS}
-    encoder_outputs = encoder({name: inputs[name] for name in encoder_lib.ENCODER_INPUTS})
+              for name in (PACKED_PRETRAINING_INPUTS if packed else PRETRAINING_INPUTS)}
+    encoder_inputs = (encoder_lib.PACKED_ENCODER_INPUTS if packed
+                      else encoder_lib.ENCODER_INPUTS)
+    encoder_outputs = encoder({name: inputs[name] for name in encoder_inputs})
+    sequence_output = encoder_outputs["sequence_output"]
+    pooled_output = (encoder.pooler(sequence_output, inputs["next_sentence_positions"])
+                     if packed else encoder_outputs["pooled_output"])
     outputs = {
-        "masked_lm_logits": masked_lm(encoder_outputs["sequence_output"],
-                                      inputs["masked_lm_positions"]),
-        "next_sentence_logits": next_sentence(encoder_outputs["pooled_output"]),
-        "sequence_output": encoder_outputs["sequence_output"],
-        "pooled_output": encoder_outputs["pooled_output"],
+        "masked_lm_logits": masked_lm(sequence_output, inputs["masked_lm_positions"]),
+        "next_sentence_logits": next_sentence(pooled_output),
+        "sequence_output": sequence_output,
+        "pooled_output": pooled_output,
     }
     super().__init__(config, encoder,
                      {"cls/predictions": masked_lm, "cls/seq_relationship": next_sentence},
                      inputs, outputs, **kwargs)
 
     # === Config ===
+    self.packed = packed
     self.masked_lm = masked_lm
     self.next_sentence = next_sentence
+
+  def get_config(self):
+    config = super().get_config()
+    if self.packed:
+      config["packed"] = True
+    return config

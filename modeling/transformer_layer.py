@@ -69,12 +69,14 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(hidden_shape)
     self.built = True
 
-  def call(self, hidden_states, input_mask, training=False):
+  def call(self, hidden_states, attention_mask, training=False):
     """Runs the layer.
 
     Args:
       hidden_states: float `[batch_size, seq_length, hidden_size]`.
-      input_mask: int `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
+      attention_mask: int `[batch_size, seq_length]`, 1 for real tokens, 0 for padding (the
+        original's input mask); or int `[batch_size, seq_length, seq_length]`, which positions
+        each position attends to (`attention.PackedAttentionMask`).
       training: apply dropout, and run the GELU as its XLA-compiled training form
         (`activations.get_training_activation`).
 
@@ -85,7 +87,7 @@ class TransformerLayer(keras.layers.Layer):
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
     layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
-    mask_adder = attention.attention_mask_adder(input_mask)
+    mask_adder = attention.attention_mask_adder(attention_mask)
     context = self.self_attention(layer_input, mask_adder, training=training)
     attention_output = self.attention_dropout(self.attention_output_dense(context),
                                               training=training)
