@@ -61,8 +61,9 @@ def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
 
 
 @pytest.mark.parametrize("case, expected", [
-    ("seq_length", "feature 'input_ids' has length 32, expected 16"),
-    ("predictions", "feature 'masked_lm_ids' has length 5, expected 7"),
+    ("seq_length", "records of max_seq_length 32 (length of input_ids), but --max_seq_length=16"),
+    ("predictions", "records made with --max_predictions_per_seq=5 (5 masked_lm_positions), but "
+                    "--max_predictions_per_seq=7"),
     ("position_table", "--max_seq_length=32 exceeds max_position_embeddings 16"),
     ("vocab", "has input_ids id"),
     ("empty_glob", "matches no file"),

@@ -83,7 +83,8 @@ def batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_pad
 
 def make_dataset(file_paths, feature_spec, batch_size, is_training, input_context=None,
                  repeat=None, shuffle_buffer_size=100, compression_type=None, seed=None,
-                 drop_remainder=True, dynamic_padding=False, sequence_features=SEQUENCE_FEATURES):
+                 drop_remainder=True, dynamic_padding=False, sequence_features=SEQUENCE_FEATURES,
+                 example_fn=None):
   """Builds the dataset of one input pipeline.
 
   Args:
@@ -100,6 +101,8 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     drop_remainder: drop the last partial batch (static batch dimension, as the original).
     dynamic_padding: pad batches to their length, not max_seq_length (see `batch_examples`).
     sequence_features: the `[max_seq_length]` features, for `dynamic_padding`.
+    example_fn: None, or a function of one parsed example's dict returning the dict the model
+      takes (e.g. `pretraining_task.as_packed_rows`), applied before batching.
 
   Returns:
     `tf.data.Dataset` of dicts name -> tensor `[batch_size] + feature shape`, ints as int32.
@@ -127,8 +130,11 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     records = records.shard(num_pipelines, pipeline_id)
   if is_training and shuffle_buffer_size > 1:
     records = records.shuffle(shuffle_buffer_size, seed=seed)
-  dataset = records.map(lambda record: schemas.decode_record(record, feature_spec),
-                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+  def parse(record):
+    example = schemas.decode_record(record, feature_spec)
+    return example_fn(example) if example_fn else example
+
+  dataset = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
   max_seq_length = feature_spec["input_ids"].shape[-1] if dynamic_padding else None
   dataset = batch_examples(dataset, batch_size, is_training, drop_remainder, dynamic_padding,
                            max_seq_length, sequence_features)
@@ -183,8 +189,13 @@ def validate_first_records(file_paths, feature_spec, compression_type=None):
         f" (nor do the other {len(file_paths) - 1} file(s))" if len(file_paths) > 1 else ""))
 
 
-def _validate_first_record(path, feature_spec, compression_type):
-  """Whether `path` holds a record; raises `InputError` if its first one does not fit."""
+def read_first_example(path, compression_type=None):
+  """The first record of a TFRecord file as a `tf.train.Example`, or None if it holds none.
+
+  Raises:
+    file_patterns.InputError: the file is not a readable TFRecord file, or its first record not
+      a `tf.train.Example`.
+  """
   dataset = tf.data.TFRecordDataset(path, compression_type=compression_type).take(1)
   try:
     serialized = [record.numpy() for record in dataset]
@@ -193,11 +204,18 @@ def _validate_first_record(path, feature_spec, compression_type):
     raise file_patterns.InputError(
         f"{path}: not a readable TFRecord file{hint}: {error.message}") from None
   if not serialized:
-    return False
+    return None
   try:
-    example = tf.train.Example.FromString(serialized[0])
+    return tf.train.Example.FromString(serialized[0])
   except Exception as error:  # protobuf raises its own DecodeError type
     raise file_patterns.InputError(f"{path}: first record is not a tf.train.Example: {error}") from None
+
+
+def _validate_first_record(path, feature_spec, compression_type):
+  """Whether `path` holds a record; raises `InputError` if its first one does not fit."""
+  example = read_first_example(path, compression_type)
+  if example is None:
+    return False
   features = example.features.feature
   for name, spec in sorted(feature_spec.items()):
     expected_kind = "float_list" if spec.dtype == tf.float32 else (
