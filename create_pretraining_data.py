@@ -2,7 +2,10 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords, as the original scr
 
 Input: text files with one sentence per line and a blank line between documents. Output:
 `tf.train.Example` records with the original seven features, plus `_<output name>.stats.json`
-beside the first output (a name that `--input_file=<output>*` does not match).
+beside the first output (a name that `--input_file=<output>*` does not match). With
+`--pack_sequences`, each record instead packs up to `--max_sequences_per_pack` instances into
+one `max_seq_length` row, with four more features (`data/schemas.py`,
+`packed_pretraining_feature_spec`), which `run_pretraining.py` reads.
 
 Example:
   python create_pretraining_data.py --input_file='corpus/*.txt' \
@@ -57,6 +60,14 @@ flags.DEFINE_bool("original_random_stream", False,
                   "reproduces the original's instances for a seed (within a shard), several "
                   "times slower. By default a shard is masked at once with NumPy: the same "
                   "distribution, not the same instances.")
+flags.DEFINE_bool("pack_sequences", False,
+                  "Pack up to --max_sequences_per_pack instances into each record, back to back "
+                  "in one max_seq_length row instead of one padded instance per record (fewer "
+                  "records, less padding; the instances themselves are unchanged). The records "
+                  "add position_ids, instance_ids and per-instance next-sentence features; "
+                  "run_pretraining.py reads them.")
+flags.DEFINE_integer("max_sequences_per_pack", 3,
+                     "With --pack_sequences, the most instances of one record.")
 flags.DEFINE_bool("gzip", False, "Compress the output with GZIP (read with "
                   "--input_compression=gzip).")
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
@@ -79,7 +90,8 @@ def check_flags():
     raise errors.UsageError(f"--masked_lm_prob={FLAGS.masked_lm_prob}: must be in (0, 1]")
   if not 0.0 <= FLAGS.short_seq_prob <= 1.0:
     raise errors.UsageError(f"--short_seq_prob={FLAGS.short_seq_prob}: must be in [0, 1]")
-  for name in ("dupe_factor", "max_predictions_per_seq", "num_workers", "shard_documents"):
+  for name in ("dupe_factor", "max_predictions_per_seq", "num_workers", "shard_documents",
+               "max_sequences_per_pack"):
     if FLAGS[name].value < 1:
       raise errors.UsageError(f"--{name}={FLAGS[name].value}: must be at least 1")
   if FLAGS.num_output_shards is not None and FLAGS.num_output_shards < 1:
@@ -115,7 +127,8 @@ def main(argv):
       random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
       masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
       do_whole_word_mask=FLAGS.do_whole_word_mask,
-      original_random_stream=FLAGS.original_random_stream)
+      original_random_stream=FLAGS.original_random_stream, pack_sequences=FLAGS.pack_sequences,
+      max_sequences_per_pack=FLAGS.max_sequences_per_pack)
   logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
                FLAGS.num_workers)
   try:
@@ -125,8 +138,9 @@ def main(argv):
         start_method=_worker_start_method())
   except pretraining_data_writer.NoDocumentsError as error:
     raise errors.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
-  logging.info("Wrote %d instances from %d documents to %d file(s) in %.1f s; statistics in %s",
-               stats["instances"], stats["documents"], len(outputs), stats["seconds"],
+  packs = f" in {stats['packs']} packs" if FLAGS.pack_sequences else ""
+  logging.info("Wrote %d instances%s from %d documents to %d file(s) in %.1f s; statistics in %s",
+               stats["instances"], packs, stats["documents"], len(outputs), stats["seconds"],
                pretraining_data_writer.stats_path(outputs[0]))
 
 

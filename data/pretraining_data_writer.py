@@ -7,7 +7,9 @@ own rng (`random_seed + shard index`; shard 0 uses the seed itself, like the ori
 rng), and the random "next sentence" documents are drawn from the same shard. By default a
 shard's instances are masked all at once by `vectorized_masking`, with a NumPy generator seeded
 from (`random_seed`, shard index); `original_random_stream` masks them one by one with the
-shard's `random.Random`, as the original. Results come back in shard order and are written
+shard's `random.Random`, as the original. With `pack_sequences` the masked instances are then
+packed, several to a record (`sequence_packing`), the records in an order drawn from another
+generator of (`random_seed`, shard index). Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
 output whatever the number of workers. With several workers the main process only reads,
 hands out shards and appends the TFRecord files a worker writes for each shard and output. At
@@ -39,6 +41,7 @@ from data import instance_batches
 from data import instance_layout
 from data import pretraining_examples
 from data import pretraining_instances
+from data import sequence_packing
 from data import text_files
 from data import tokenization
 from data import vectorized_masking
@@ -49,11 +52,12 @@ _TOKENIZE_BATCH_LINES = 2048
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What every worker needs; the original's flags plus the masking choice.
+  """What every worker needs; the original's flags plus the masking choice and packing.
 
   `original_random_stream` True masks with the original's `random.Random` calls (the original's
   instances for a seed; several times slower); False masks a shard at once with NumPy (the same
-  distribution).
+  distribution). `pack_sequences` writes packed rows of up to `max_sequences_per_pack` instances
+  each (`sequence_packing`) instead of one instance per record.
   """
   vocab_file: str
   do_lower_case: bool
@@ -65,6 +69,8 @@ class Settings:
   short_seq_prob: float
   do_whole_word_mask: bool
   original_random_stream: bool = False
+  pack_sequences: bool = False
+  max_sequences_per_pack: int = 3
 
 
 def read_document_shards(paths, shard_documents, stats):
@@ -200,8 +206,9 @@ def _process_shard(shard_index, documents, settings):
     settings: `Settings`.
 
   Returns:
-    `(serialized_examples, counts)`: list of bytes in the shard's instance order; a Counter of
-    the statistics `write_pretraining_data` reports.
+    `(serialized_examples, counts)`: list of bytes, the shard's instances in order (or its
+    packs, shuffled); a Counter of the statistics `write_pretraining_data` reports, and of the
+    examples (`records`).
   """
   if settings.vocab_file not in _SPECIAL_IDS:
     _SPECIAL_IDS[settings.vocab_file] = pretraining_instances.SpecialIds.from_vocab(
@@ -233,7 +240,16 @@ def _process_shard(shard_index, documents, settings):
         vectorized_masking.seeded_generator(settings.random_seed, shard_index))
   counts.update(instances=len(batch.lengths))
   instance_batches.count_statistics(batch, settings.masked_lm_prob, counts)
-  return pretraining_examples.serialize(batch), counts
+  if settings.pack_sequences:
+    packed = sequence_packing.pack(
+        batch, settings.max_sequences_per_pack,
+        sequence_packing.seeded_generator(settings.random_seed, shard_index))
+    serialized = pretraining_examples.serialize_packed(packed)
+    counts.update(packs=len(serialized))
+  else:
+    serialized = pretraining_examples.serialize(batch)
+  counts.update(records=len(serialized))
+  return serialized, counts
 
 
 def _shard_results(executor, num_workers, jobs):
@@ -322,11 +338,11 @@ def stats_path(output_file):
   return os.path.join(directory, f"_{name}.stats.json")
 
 
-def summarize(counts, decode_stats, elapsed_seconds):
+def summarize(counts, decode_stats, elapsed_seconds, settings):
   """The statistics written to `stats_path(first output)`."""
   masked = max(counts["masked_positions"], 1)
   instances = max(counts["instances"], 1)
-  return {
+  stats = {
       "lines": decode_stats.lines,
       "undecodable_lines": decode_stats.undecodable_lines,
       "documents": counts["documents"],
@@ -346,8 +362,14 @@ def summarize(counts, decode_stats, elapsed_seconds):
       "masking_action_fractions": {
           action: counts[action] / masked
           for action in instance_batches.ACTIONS},
+      "padding_fraction": 1 - counts["tokens"] / (instances * settings.max_seq_length),
       "seconds": round(elapsed_seconds, 3),
   }
+  if settings.pack_sequences:
+    packs = max(counts["packs"], 1)
+    stats.update(packs=counts["packs"], instances_per_pack=counts["instances"] / packs,
+                 packed_padding_fraction=1 - counts["tokens"] / (packs * settings.max_seq_length))
+  return stats
 
 
 def _write_json_atomically(path, value):
@@ -428,7 +450,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       for part, part_path in enumerate(part_paths):
         if part_path is not None:
           with open(part_path, "rb") as records:
-            shutil.copyfileobj(records, outputs[(counts["instances"] + part) % len(outputs)],
+            shutil.copyfileobj(records, outputs[(counts["records"] + part) % len(outputs)],
                                _COPY_BYTES)
           os.remove(part_path)
       counts.update(shard_counts)
@@ -467,7 +489,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       if tf.io.gfile.exists(temp_path):
         tf.io.gfile.remove(temp_path)
   bar.close()
-  stats = summarize(counts, decode_stats, time.monotonic() - start)
+  stats = summarize(counts, decode_stats, time.monotonic() - start, settings)
   _write_json_atomically(stats_path(output_files[0]), stats)
   return stats
 

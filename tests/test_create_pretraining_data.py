@@ -29,8 +29,8 @@ def run_script(*flags):
   return scripts.run_script("create_pretraining_data.py", *flags)
 
 
-def read_records(paths, compression_type=None):
-  spec = schemas.pretraining_feature_spec(MAX_SEQ_LENGTH, MAX_PREDICTIONS)
+def read_records(paths, compression_type=None, spec=None):
+  spec = spec or schemas.pretraining_feature_spec(MAX_SEQ_LENGTH, MAX_PREDICTIONS)
   columns = collections.defaultdict(list)
   for record in tf.data.TFRecordDataset([str(p) for p in paths],
                                         compression_type=compression_type):
@@ -39,12 +39,13 @@ def read_records(paths, compression_type=None):
   return {name: np.stack(values) for name, values in columns.items()}
 
 
-def create(tmp_path, vocab, *extra, inputs=None, outputs=("out.tfrecord",)):
+def create(tmp_path, vocab, *extra, inputs=None, outputs=("out.tfrecord",),
+           max_seq_length=MAX_SEQ_LENGTH, max_predictions=MAX_PREDICTIONS):
   output_paths = [tmp_path / name for name in outputs]
   result = run_script(f"--input_file={inputs or SAMPLES_DIR / 'sample_corpus.txt'}",
                       "--output_file=" + ",".join(str(p) for p in output_paths),
-                      f"--vocab_file={vocab}", f"--max_seq_length={MAX_SEQ_LENGTH}",
-                      f"--max_predictions_per_seq={MAX_PREDICTIONS}", "--dupe_factor=2",
+                      f"--vocab_file={vocab}", f"--max_seq_length={max_seq_length}",
+                      f"--max_predictions_per_seq={max_predictions}", "--dupe_factor=2",
                       "--num_workers=1", *extra)
   assert result.returncode == 0, result.stderr[-3000:]
   return output_paths
@@ -334,22 +335,170 @@ def test_original_random_stream_gives_the_original_instances(tmp_path, sample_vo
   assert default.read_bytes() != output.read_bytes()
 
 
+# Packed runs: rows of 256 with short targets half of the time, so that the sample corpus's
+# instances pack one, two and three to a row; several shards, each packed on its own.
+PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK = 256, 40, 3
+PACKED_FLAGS = ("--short_seq_prob=0.5", "--shard_documents=3")
+
+
+def create_packed(directory, vocab, *extra, outputs=("out.tfrecord",)):
+  directory.mkdir(exist_ok=True)
+  return create(directory, vocab, *PACKED_FLAGS, *extra, outputs=outputs,
+                max_seq_length=PACKED_LENGTH, max_predictions=PACKED_PREDICTIONS)
+
+
 @pytest.fixture(scope="module")
-def wikitext_stats(shared_data, tmp_path_factory, uncased_vocab):
+def packed_run(tmp_path_factory, sample_vocab):
+  """`(packed records, packed stats, unpacked records, unpacked stats, packed output)` of two
+  runs with the same flags and seed, one with --pack_sequences."""
+  directory = tmp_path_factory.mktemp("packing")
+  [packed] = create_packed(directory / "packed", sample_vocab, "--pack_sequences")
+  [unpacked] = create_packed(directory / "unpacked", sample_vocab)
+  spec = schemas.packed_pretraining_feature_spec(PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK)
+  return (read_records([packed], spec=spec),
+          json.loads((directory / "packed" / "_out.tfrecord.stats.json").read_text()),
+          read_records([unpacked], spec=schemas.pretraining_feature_spec(PACKED_LENGTH,
+                                                                         PACKED_PREDICTIONS)),
+          json.loads((directory / "unpacked" / "_out.tfrecord.stats.json").read_text()),
+          packed)
+
+
+def rows(records):
+  """Each record of `read_records` as a dict of its features."""
+  return [dict(zip(records, values)) for values in zip(*records.values())]
+
+
+def instance_key(input_ids, segment_ids, positions, masked_ids, label):
+  return (tuple(input_ids.tolist()), tuple(segment_ids.tolist()), tuple(positions.tolist()),
+          tuple(masked_ids.tolist()), int(label))
+
+
+def unpack(row):
+  """The instances of a packed row, as `instance_key`s, read back through `instance_ids`."""
+  count = int(row["masked_lm_weights"].sum())
+  positions, masked_ids = row["masked_lm_positions"][:count], row["masked_lm_ids"][:count]
+  instances = []
+  for slot in range(int(row["next_sentence_weights"].sum())):
+    tokens = np.flatnonzero(row["instance_ids"] == slot + 1)
+    start, end = tokens[0], tokens[-1] + 1
+    own = (positions >= start) & (positions < end)
+    instances.append(instance_key(row["input_ids"][start:end], row["segment_ids"][start:end],
+                                  positions[own] - start, masked_ids[own],
+                                  row["next_sentence_labels"][slot]))
+  return instances
+
+
+def test_packed_rows_hold_exactly_the_instances_of_the_unpacked_run(packed_run):
+  packed, packed_stats, unpacked, unpacked_stats, _ = packed_run
+  expected = collections.Counter()
+  for row in rows(unpacked):
+    length, count = int(row["input_mask"].sum()), int(row["masked_lm_weights"].sum())
+    expected[instance_key(row["input_ids"][:length], row["segment_ids"][:length],
+                          row["masked_lm_positions"][:count], row["masked_lm_ids"][:count],
+                          row["next_sentence_labels"][0])] += 1
+  unpacked_rows = collections.Counter(
+      instance for row in rows(packed) for instance in unpack(row))
+  assert unpacked_rows == expected
+  per_row = collections.Counter(int(w.sum()) for w in packed["next_sentence_weights"])
+  assert set(per_row) == {1, 2, 3}, per_row  # every slot count occurs
+  # The same instances, so the same statistics, with the packs' besides.
+  packing_keys = {"packs", "instances_per_pack", "packed_padding_fraction", "seconds"}
+  assert {k: v for k, v in packed_stats.items() if k not in packing_keys} == {
+      k: v for k, v in unpacked_stats.items() if k != "seconds"}
+  assert packed_stats["packs"] == len(packed["input_ids"]) < packed_stats["instances"]
+  assert packed_stats["instances_per_pack"] == packed_stats["instances"] / packed_stats["packs"]
+  assert packed_stats["packed_padding_fraction"] == pytest.approx(
+      1 - packed["input_mask"].sum() / packed["input_mask"].size)
+  assert packed_stats["packed_padding_fraction"] < packed_stats["padding_fraction"]
+  assert unpacked_stats["padding_fraction"] == pytest.approx(
+      1 - unpacked["input_mask"].sum() / unpacked["input_mask"].size)
+
+
+def test_packed_rows_keep_the_layout_invariants(packed_run, sample_vocab):
+  packed, _, _, _, output = packed_run
+  vocab = tokenization.load_vocab(sample_vocab)
+  cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+  # The packed features, with their types and lengths.
+  example = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(str(output)))).numpy())
+  lengths = {name: len(getattr(feature, feature.WhichOneof("kind")).value)
+             for name, feature in example.features.feature.items()}
+  assert lengths == {name: spec.shape[0] for name, spec in schemas.packed_pretraining_feature_spec(
+      PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK).items()}
+  assert set(schemas.PACKED_PRETRAINING_FEATURES) < set(lengths)
+  for row in rows(packed):
+    num_instances = int(row["next_sentence_weights"].sum())
+    assert 1 <= num_instances <= PER_PACK
+    assert row["next_sentence_weights"].tolist() == [1] * num_instances + [0] * (
+        PER_PACK - num_instances)
+    total = int(row["input_mask"].sum())
+    instance_ids = row["instance_ids"][:total]
+    # Instances 1..n, each a contiguous run, then padding: all features 0 there.
+    assert instance_ids[0] == 1 and set(np.diff(instance_ids)) <= {0, 1}
+    assert instance_ids[-1] == num_instances
+    assert (row["input_mask"] == (row["instance_ids"] > 0)).all()
+    for name in ("input_ids", "input_mask", "segment_ids", "position_ids", "instance_ids"):
+      assert not row[name][total:].any(), name
+    starts = np.flatnonzero(np.diff(instance_ids, prepend=0))
+    ends = np.append(starts[1:], total)
+    assert row["next_sentence_positions"].tolist() == starts.tolist() + [0] * (
+        PER_PACK - num_instances)
+    assert (row["input_ids"][starts] == cls_id).all()
+    assert (row["input_ids"][ends - 1] == sep_id).all()
+    # Positions restart at 0 at each [CLS].
+    assert (row["position_ids"][:total] == np.arange(total) - starts[instance_ids - 1]).all()
+    assert set(row["next_sentence_labels"][:num_instances]) <= {0, 1}
+    assert not row["next_sentence_labels"][num_instances:].any()
+    # Each instance's predictions, in instance order: sorted across the row, none on [CLS].
+    count = int(row["masked_lm_weights"].sum())
+    assert count == sum(min(PACKED_PREDICTIONS, max(1, round((end - start) * 0.15)))
+                        for start, end in zip(starts, ends))
+    assert count <= schemas.packed_predictions_per_row(PACKED_PREDICTIONS, PER_PACK)
+    assert set(row["masked_lm_weights"][:count]) == {1.0}
+    positions = row["masked_lm_positions"][:count]
+    assert (np.diff(positions) > 0).all() and (positions < total).all()
+    assert not np.isin(positions, starts).any()
+    for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+      assert not row[name][count:].any(), name
+
+
+def test_packed_records_are_the_same_bytes_for_any_worker_count(packed_run, sample_vocab,
+                                                                 tmp_path):
+  one = packed_run[4]
+  [two] = create_packed(tmp_path / "two", sample_vocab, "--pack_sequences", "--num_workers=2")
+  three = create_packed(tmp_path / "three", sample_vocab, "--pack_sequences", "--num_workers=2",
+                        outputs=("a", "b", "c"))
+  assert one.read_bytes() == two.read_bytes()
+  # Records (packs, not instances) go round-robin over the outputs across shards.
+  records = [record.numpy() for record in tf.data.TFRecordDataset(str(one))]
+  for index, path in enumerate(three):
+    assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == records[index::3]
+
+
+@pytest.fixture(scope="module")
+def wikitext_corpus(shared_data, tmp_path_factory):
+  """WikiText-2 valid in the input format."""
   source = shared_data / "pretraining" / "wikitext-2-valid.tokens.txt"
   if not source.is_file():
     pytest.skip(f"{source} is absent")
-  directory = tmp_path_factory.mktemp("wikitext")
-  corpus = directory / "wikitext.txt"
+  corpus = tmp_path_factory.mktemp("wikitext") / "wikitext.txt"
   with open(source, encoding="utf-8") as reader:
     corpus.write_text("\n".join(wikitext.to_documents(reader)) + "\n", encoding="utf-8")
-  output = directory / "wikitext.tfrecord"
+  return corpus
+
+
+def wikitext_run_stats(corpus, vocab, name, *extra):
+  output = corpus.parent / f"{name}.tfrecord"
   result = run_script(f"--input_file={corpus}", f"--output_file={output}",
-                      f"--vocab_file={uncased_vocab}", "--max_seq_length=128",
+                      f"--vocab_file={vocab}", "--max_seq_length=128",
                       "--max_predictions_per_seq=20", "--dupe_factor=5", "--num_workers=2",
-                      "--do_whole_word_mask=false")
+                      "--do_whole_word_mask=false", *extra)
   assert result.returncode == 0, result.stderr[-3000:]
-  return json.loads((directory / "_wikitext.tfrecord.stats.json").read_text())
+  return json.loads((corpus.parent / f"_{output.name}.stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def wikitext_stats(wikitext_corpus, uncased_vocab):
+  return wikitext_run_stats(wikitext_corpus, uncased_vocab, "wikitext")
 
 
 def test_statistics_on_wikitext_match_the_flags(wikitext_stats):
@@ -372,6 +521,18 @@ def test_statistics_on_wikitext_match_the_flags(wikitext_stats):
       0.09 / 300) ** 0.5
 
 
+def test_packing_wikitext_packs_its_short_instances(wikitext_corpus, uncased_vocab,
+                                                  wikitext_stats):
+  packed = wikitext_run_stats(wikitext_corpus, uncased_vocab, "packed", "--pack_sequences")
+  # The same instances: the same statistics, in fewer rows.
+  for key in ("instances", "tokens", "masked_positions", "random_next_fraction",
+              "padding_fraction"):
+    assert packed[key] == wikitext_stats[key], key
+  assert packed["packs"] < packed["instances"]
+  assert 1 < packed["instances_per_pack"] <= 3
+  assert packed["packed_padding_fraction"] < packed["padding_fraction"]
+
+
 @pytest.mark.parametrize("case, expected", [
     ("empty_input", "no document with any word piece"),
     ("glob", "matches no file"),
@@ -380,6 +541,7 @@ def test_statistics_on_wikitext_match_the_flags(wikitext_stats):
     ("predictions", "--max_predictions_per_seq=5 is smaller than round(max_seq_length * "
                     "masked_lm_prob) = 10"),
     ("seq_length", "--max_seq_length=4: must be at least 5"),
+    ("sequences_per_pack", "--max_sequences_per_pack=0: must be at least 1"),
     ("unwritable", "does not exist"),
 ])
 def test_bad_input_is_a_one_line_error_and_leaves_no_output(tmp_path, sample_vocab, case,
@@ -402,6 +564,8 @@ def test_bad_input_is_a_one_line_error_and_leaves_no_output(tmp_path, sample_voc
     flags.update(max_seq_length="64", max_predictions_per_seq="5")
   elif case == "seq_length":
     flags["max_seq_length"] = "4"
+  elif case == "sequences_per_pack":
+    flags.update(pack_sequences="true", max_sequences_per_pack="0")
   else:
     flags["output_file"] = str(tmp_path / "no_such_dir" / "out.tfrecord")
   result = run_script(*(f"--{k}={v}" for k, v in flags.items()), "--num_workers=1")

@@ -1,11 +1,14 @@
 """The pretraining examples written with NumPy are protobuf's own bytes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from data import instance_batches
 from data import pretraining_examples
+from data import sequence_packing
 
 
 def protobuf_bytes(batch):
@@ -70,3 +73,44 @@ def test_bytes_equal_protobufs(max_seq_length, max_predictions, largest_id):
 def test_no_rows_give_no_examples():
   batch = random_batch(np.random.default_rng(0), 0, 16, 3, 100)
   assert pretraining_examples.serialize(batch) == []
+
+
+def random_packed_batch(rng, num_rows, max_seq_length, max_predictions, k, largest_id):
+  """A `PackedBatch` of random values (the serializer does not look at what they mean)."""
+  shapes = {"input_ids": max_seq_length, "input_mask": max_seq_length,
+            "segment_ids": max_seq_length, "position_ids": max_seq_length,
+            "instance_ids": max_seq_length, "masked_lm_positions": max_predictions + k,
+            "masked_lm_ids": max_predictions + k, "next_sentence_positions": k,
+            "next_sentence_labels": k}
+  arrays = {name: rng.integers(0, largest_id if name.endswith("_ids") else max_seq_length,
+                               (num_rows, width))
+            for name, width in shapes.items()}
+  arrays["masked_lm_weights"] = rng.random((num_rows, max_predictions + k)).astype(np.float32)
+  arrays["next_sentence_weights"] = rng.integers(0, 2, (num_rows, k)).astype(np.float32)
+  return sequence_packing.PackedBatch(**arrays)
+
+
+@pytest.mark.parametrize("max_seq_length,max_predictions,k,largest_id", [
+    (128, 20, 3, 30522),
+    (512, 77, 4, 2 ** 40),
+    (16, 3, 1, 100),
+])
+def test_packed_bytes_equal_protobufs(max_seq_length, max_predictions, k, largest_id):
+  rng = np.random.default_rng(max_seq_length)
+  packed = random_packed_batch(rng, 1500, max_seq_length, max_predictions, k, largest_id)
+  packed.input_ids[0, :3] = [-1, 2 ** 63 - 1, 128]
+  expected = []
+  for row in range(1500):
+    feature = {}
+    for field in dataclasses.fields(packed):
+      values = getattr(packed, field.name)[row]
+      feature[field.name] = (
+          tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
+          if values.dtype == np.float32 else
+          tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist())))
+    expected.append(tf.train.Example(features=tf.train.Features(feature=feature))
+                    .SerializeToString(deterministic=True))
+  serialized = pretraining_examples.serialize_packed(packed)
+  assert len(serialized) == 1500  # two blocks of rows
+  for row, (ours, theirs) in enumerate(zip(serialized, expected)):
+    assert ours == theirs, row
