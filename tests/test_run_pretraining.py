@@ -231,3 +231,76 @@ def test_evaluation_while_pretraining_on_a_held_out_file(tmp_path):
   # Pretraining keeps no best checkpoint, and --do_eval was not asked for.
   assert not (tmp_path / "out" / "best").exists()
   assert not (tmp_path / "out" / "eval_results.txt").exists()
+
+
+def create_sample_records(tmp_path, sample_vocab, name, max_seq_length, max_predictions,
+                          *extra_flags):
+  """create_pretraining_data.py on the shipped sample corpus; returns the records' path."""
+  records = tmp_path / f"{name}.tfrecord"
+  created = scripts.run_script(
+      "create_pretraining_data.py", f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
+      f"--output_file={records}", f"--vocab_file={sample_vocab}",
+      f"--max_seq_length={max_seq_length}", f"--max_predictions_per_seq={max_predictions}",
+      "--dupe_factor=1", "--num_workers=1", *extra_flags)
+  assert created.returncode == 0, created.stderr[-2000:]
+  return records
+
+
+def test_two_phases_short_unpacked_then_long_packed_from_the_phase_one_checkpoint(
+    tmp_path, sample_vocab):
+  """The original's recipe: most steps at 128, the rest at 512 from the phase-1 checkpoint with a
+  fresh optimizer and schedule; here 32 then 64, phase 2 on packed records, evaluated on
+  unpacked ones (mixed precision, XLA and gradient accumulation on in phase 2)."""
+  vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
+  config = dict(TINY_CONFIG, vocab_size=vocab_size)
+  phase_1 = create_sample_records(tmp_path, sample_vocab, "phase1", 32, 5)
+  packed = create_sample_records(tmp_path, sample_vocab, "phase2", 64, 10, "--pack_sequences")
+  unpacked = create_sample_records(tmp_path, sample_vocab, "phase2_eval", 64, 10)
+  first = run_pretraining(tmp_path, "--do_train", "--num_train_steps=8", "--seed=0",
+                          config=config, records=phase_1)
+  assert first.returncode == 0, first.stderr[-3000:]
+  phase_1_dir = tmp_path / "out"
+  phase_2_dir = tmp_path / "phase2_out"
+  second = run_pretraining(
+      tmp_path, "--do_train", "--do_eval", "--num_train_steps=6", "--num_warmup_steps=2",
+      f"--init_checkpoint={phase_1_dir}", f"--output_dir={phase_2_dir}",
+      "--max_seq_length=64", "--max_predictions_per_seq=10", f"--eval_input_file={unpacked}",
+      "--mixed_precision=mixed_bfloat16", "--jit_compile", "--gradient_accumulation_steps=2",
+      "--log_every_steps=1", "--seed=0", config=config, records=packed)
+  assert second.returncode == 0, second.stderr[-3000:]
+  assert "packed rows of up to 3 instances" in second.stderr
+  # Every weight came from phase 1 (an --init_checkpoint loads weights only); the step and the
+  # schedule start again: the first step's rate is the warm-up's first, the last checkpoint 6.
+  initialised = next(line for line in second.stderr.splitlines() if "Initialised" in line)
+  assert "trained from scratch): none;" in initialised, initialised
+  first_step = next(line for line in second.stderr.splitlines() if "] step 1/6:" in line)
+  assert "lr = 0," in first_step, first_step
+  assert tf.train.latest_checkpoint(str(phase_2_dir)).endswith("model.ckpt-6")
+  # A packed run's checkpoint holds exactly the variables of an unpacked run's.
+  assert (dict(checkpoint_io.list_checkpoint_variables(str(phase_2_dir)))
+          == dict(checkpoint_io.list_checkpoint_variables(str(phase_1_dir))))
+  results = scripts.read_eval_results(phase_2_dir / "eval_results.txt")
+  assert results["global_step"] == 6
+  assert all(np.isfinite(value) for value in results.values())
+
+
+@pytest.mark.parametrize("flag, expected", [
+    ("--max_seq_length=32", "records of max_seq_length 64 (length of input_ids), but "
+                            "--max_seq_length=32"),
+    ("--max_sequences_per_pack=2", "packed records of up to 3 instances per row, more than "
+                                   "--max_sequences_per_pack=2"),
+    ("--max_predictions_per_seq=5", "records made with --max_predictions_per_seq=10 (13 "
+                                    "masked_lm_positions for packs of up to 3 instances), but "
+                                    "--max_predictions_per_seq=5"),
+])
+def test_packed_records_of_another_shape_fail_before_the_first_step(tmp_path, sample_vocab, flag,
+                                                                   expected):
+  packed = create_sample_records(tmp_path, sample_vocab, "packed", 64, 10, "--pack_sequences")
+  vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
+  result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=2", "--max_seq_length=64",
+                           "--max_predictions_per_seq=10", flag,
+                           config=dict(TINY_CONFIG, vocab_size=vocab_size), records=packed)
+  assert result.returncode == 1
+  last_line = result.stderr.strip().splitlines()[-1]
+  assert last_line.startswith("run_pretraining.py: error: ") and expected in last_line, last_line
+  assert not (tmp_path / "out" / "checkpoint").exists()
