@@ -12,21 +12,34 @@ _HEADING = re.compile(r"^ (= )+.*( =)+ $")
 _SENTENCE_END = re.compile(r"(?<= [.?!]) (?=\S)")
 
 
-def to_documents(lines):
+def to_documents(lines, paragraphs=False):
   """Yields output lines: sentences, and an empty line between articles.
 
   Args:
     lines: iterable of WikiText lines (line ends stripped or not).
+    paragraphs: make each paragraph a document, not each article: a corpus of short documents,
+      as news or web pages are (most of its instances are shorter than a row).
+
+  >>> list(to_documents([" = A = ", " One . Two . ", " Three . ", " = B = ", " Four . "]))
+  ['One .', 'Two .', 'Three .', '', 'Four .']
+  >>> list(to_documents([" = A = ", " One . Two . ", " Three . ", " = B = ", " Four . "],
+  ...                   paragraphs=True))
+  ['One .', 'Two .', '', 'Three .', '', 'Four .']
   """
   started = False
   for line in lines:
     line = line.rstrip("\n")
     if _TITLE.match(line):
-      if started:
-        yield ""
-      started = True
+      if not paragraphs:
+        if started:
+          yield ""
+        started = True
       continue
     if _HEADING.match(line) or not line.strip():
       continue
+    if paragraphs:
+      if started:
+        yield ""
+      started = True
     for sentence in _SENTENCE_END.split(line.strip()):
       yield sentence

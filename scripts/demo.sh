@@ -34,7 +34,7 @@ stage "4. Pretrain a tiny BERT on it until it has learned its own training data"
 import json, sys
 vocab_size = sum(1 for _ in open(f"{sys.argv[1]}/vocab.txt", encoding="utf-8"))
 json.dump({"vocab_size": vocab_size, "hidden_size": 128, "num_hidden_layers": 2,
-           "num_attention_heads": 2, "intermediate_size": 512, "max_position_embeddings": 64,
+           "num_attention_heads": 2, "intermediate_size": 512, "max_position_embeddings": 128,
            "type_vocab_size": 2}, open(f"{sys.argv[1]}/bert_config.json", "w"), indent=2)
 PY
 rm -rf "$DEMO_DIR/pretraining_output"
@@ -273,3 +273,27 @@ echo "  left behind: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')
   --bert_config_file="$DEMO_DIR/bert_config.json" 2>&1 | { grep -E "taking over|Resum|step 800" || true; } \
   | sed -e 's/^.*\] /  /'
 echo "  after the rerun: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')"
+
+stage "13. Pack several instances into each row (no compute on padding) and pretrain on at length 128 from the checkpoint, as the original's phase 2"
+"$PYTHON" create_pretraining_data.py --input_file=samples/sample_corpus.txt \
+  --output_file="$DEMO_DIR/packed_data.tfrecord" --vocab_file="$DEMO_DIR/vocab.txt" \
+  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=2 --num_workers=2 \
+  --pack_sequences --alsologtostderr=false
+"$PYTHON" create_pretraining_data.py --input_file=samples/sample_corpus.txt \
+  --output_file="$DEMO_DIR/long_eval_data.tfrecord" --vocab_file="$DEMO_DIR/vocab.txt" \
+  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=1 --random_seed=7 \
+  --num_workers=2 --alsologtostderr=false
+"$PYTHON" -c "import json, sys; s = json.load(open(sys.argv[1])); print(
+    f\"{s['instances']} instances in {s['packs']} rows of 128 ({s['instances_per_pack']:.2f} per row); \"
+    f\"padding {s['padding_fraction']:.1%} of positions unpacked, {s['packed_padding_fraction']:.1%} packed\")" \
+  "$DEMO_DIR/_packed_data.tfrecord.stats.json"
+rm -rf "$DEMO_DIR/phase2_output"
+"$PYTHON" run_pretraining.py --input_file="$DEMO_DIR/packed_data.tfrecord" \
+  --eval_input_file="$DEMO_DIR/long_eval_data.tfrecord" \
+  --init_checkpoint="$DEMO_DIR/pretraining_output" --output_dir="$DEMO_DIR/phase2_output" \
+  --bert_config_file="$DEMO_DIR/bert_config.json" --do_train --do_eval --max_seq_length=128 \
+  --max_predictions_per_seq=20 --train_batch_size=16 --eval_batch_size=32 \
+  --num_train_steps=60 --num_warmup_steps=6 --learning_rate=5e-4 \
+  --distribution_strategy=one_device --alsologtostderr=false
+echo "Evaluated on unpacked records of length 128:"
+sed 's/^/  /' "$DEMO_DIR/phase2_output/eval_results.txt"
