@@ -111,15 +111,19 @@ data_path, output_dir, config_json = sys.argv[1], sys.argv[2], sys.argv[3]
 config = bert_config.BertConfig.from_dict(json.loads(config_json))
 spec = schemas.pretraining_feature_spec(%(seq)d, %(pred)d)
 losses = {}
-for name, strategy in (("one_device", tf.distribute.OneDeviceStrategy("/cpu:0")),
-                       ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
-  keras.utils.set_random_seed(0)  # the same initial weights in both runs
+# The packed model reads the records as packed rows of one instance each.
+for name, strategy, packed in (
+    ("one_device", tf.distribute.OneDeviceStrategy("/cpu:0"), False),
+    ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), False),
+    ("mirrored_packed", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), True)):
+  keras.utils.set_random_seed(0)  # the same initial weights in every run
   run_config = engine.RunConfig(output_dir=f"{output_dir}/{name}", num_train_steps=5,
                                 train_batch_size=8, steps_per_loop=5, save_checkpoints_steps=5)
-  trainer = engine.Trainer(strategy, pretraining_task.PretrainingTask(config), run_config,
-                           lambda: optimization.create_optimizer(1e-3, 5, 1))
-  input_fn = input_pipeline.make_input_fn([data_path], spec, 8, True, shuffle_buffer_size=0,
-                                          seed=0)
+  trainer = engine.Trainer(strategy, pretraining_task.PretrainingTask(config, packed=packed),
+                           run_config, lambda: optimization.create_optimizer(1e-3, 5, 1))
+  input_fn = input_pipeline.make_input_fn(
+      [data_path], spec, 8, True, shuffle_buffer_size=0, seed=0,
+      example_fn=pretraining_task.as_packed_rows if packed else None)
   losses[name] = [loss for _, loss in trainer.train(input_fn)["history"]]
 print("LOSSES " + json.dumps(losses))
 """ % {"seq": SEQ_LENGTH, "pred": NUM_PREDICTIONS}
@@ -127,7 +131,8 @@ print("LOSSES " + json.dumps(losses))
 
 def test_two_replicas_give_the_losses_of_one_device(tmp_path):
   # Without dropout and with the same number of predictions in every record (so per-replica
-  # masked-LM ratios average to the global one), 2 replicas must follow the 1-device curve.
+  # masked-LM ratios average to the global one), 2 replicas must follow the 1-device curve, with
+  # the unpacked model and with the packed one.
   config = dict(TINY_CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   records = write_records(tmp_path / "data.tfrecord", num_records=40)
   result = subprocess.run(
@@ -139,6 +144,7 @@ def test_two_replicas_give_the_losses_of_one_device(tmp_path):
   one, two = np.array(losses["one_device"]), np.array(losses["mirrored"])
   assert len(one) == len(two) == 5
   np.testing.assert_allclose(two, one, rtol=1e-4)
+  np.testing.assert_allclose(losses["mirrored_packed"], one, rtol=1e-4)
   assert one[-1] < one[0]
 
 
