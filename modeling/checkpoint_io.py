@@ -30,8 +30,7 @@ class CheckpointError(errors.UserError, ValueError):
 def write_checkpoint(prefix, named_tensors):
   """Writes `{name: tensor}` as a name-based checkpoint at `prefix`, atomically.
 
-  The bundle is written under a temporary prefix and renamed, data first and index last, so a
-  reader never sees an index pointing at missing or partial data.
+  The bundle is written under a temporary prefix and renamed (`publish_bundle`).
 
   Args:
     prefix: checkpoint prefix, e.g. `output_dir/model.ckpt-1000`.
@@ -53,6 +52,12 @@ def write_checkpoint(prefix, named_tensors):
       tensor_names=names,
       shape_and_slices=[""] * len(names),
       tensors=tensors)
+  return publish_bundle(temp_prefix, prefix)
+
+
+def publish_bundle(temp_prefix, prefix):
+  """Renames a complete single-shard bundle from `temp_prefix` to `prefix`, data first and index
+  last, so a reader never sees an index pointing at missing or partial data. Returns `prefix`."""
   tf.io.gfile.rename(temp_prefix + DATA_SUFFIX, prefix + DATA_SUFFIX, overwrite=True)
   tf.io.gfile.rename(temp_prefix + INDEX_SUFFIX, prefix + INDEX_SUFFIX, overwrite=True)
   return prefix

@@ -28,17 +28,13 @@ import numpy as np
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
-from base import atomic_files
-from base import errors
 from modeling import bert_config as bert_config_lib
-from modeling import checkpoint_io
+from modeling import original_files
+from modeling.original_files import ConversionError
 
 HF_CONFIG = "config.json"
 HF_WEIGHTS = "model.safetensors"
 HF_WEIGHTS_INDEX = "model.safetensors.index.json"
-BERT_CONFIG = "bert_config.json"
-BERT_CHECKPOINT = "bert_model.ckpt"
-VOCAB = "vocab.txt"
 
 # HuggingFace `hidden_act` -> this project's; HuggingFace's "gelu" is the exact erf GELU.
 _HF_TO_BERT_ACTIVATION = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
@@ -50,10 +46,6 @@ _TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 _OUTPUT_PROJECTIONS = {"cls.seq_relationship": "cls/seq_relationship", "classifier": "",
                        "qa_outputs": "cls/squad"}
 _TRAINING_STATE = re.compile(r"(^global_step$|/adam_[mv]$)")
-
-
-class ConversionError(errors.UserError, ValueError):
-  """A HuggingFace directory or original checkpoint that cannot be converted."""
 
 
 def hf_to_original_name(hf_name):
@@ -173,7 +165,7 @@ def read_hf_weights(input_dir):
   """Reads `model.safetensors` (or the shards of its index) as {name: numpy array}."""
   index_path = os.path.join(input_dir, HF_WEIGHTS_INDEX)
   if tf.io.gfile.exists(index_path):
-    shards = sorted(set(_read_json(index_path)["weight_map"].values()))
+    shards = sorted(set(original_files.read_json(index_path)["weight_map"].values()))
   else:
     shards = [HF_WEIGHTS]
   weights = {}
@@ -219,77 +211,40 @@ def original_weights_to_hf(original_weights):
   return hf_weights
 
 
-def _read_json(path):
-  try:
-    with tf.io.gfile.GFile(path, "rb") as reader:
-      return json.loads(reader.read().decode("utf-8"))
-  except tf.errors.NotFoundError:
-    raise ConversionError(f"{path}: cannot read: no such file") from None
-  except (tf.errors.OpError, UnicodeDecodeError) as error:
-    raise ConversionError(f"{path}: cannot read: {error}") from None
-  except json.JSONDecodeError as error:
-    raise ConversionError(f"{path}: malformed JSON at line {error.lineno}: {error.msg}") from None
-
-
-def _copy_vocab(input_dir, output_dir):
-  source = os.path.join(input_dir, VOCAB)
-  if not tf.io.gfile.exists(source):
-    raise ConversionError(f"{source}: no such file")
-  tf.io.gfile.copy(source, os.path.join(output_dir, VOCAB), overwrite=True)
-
-
-def _check_weights_fit(original_weights, config, input_dir, config_name):
-  """Raises `ConversionError` if the weights contradict the config that would be written with
-  them (another depth, width, vocabulary, position or segment table)."""
-  found = checkpoint_io.encoder_mismatches(
-      {name: list(value.shape) for name, value in original_weights.items()}, config)
-  if found:
-    raise ConversionError(f"{input_dir}: the weights do not fit its {config_name}: "
-                          + "; ".join(found))
-
-
 def convert_hf_to_original(input_dir, output_dir):
   """Writes `bert_config.json`, `bert_model.ckpt.*` and `vocab.txt` into `output_dir`.
 
   Returns:
     the `BertConfig` written.
   """
-  config = hf_config_to_bert(_read_json(os.path.join(input_dir, HF_CONFIG)),
-                             source=os.path.join(input_dir, HF_CONFIG))
+  config_path = os.path.join(input_dir, HF_CONFIG)
+  config = hf_config_to_bert(original_files.read_json(config_path), source=config_path)
   weights = hf_weights_to_original(read_hf_weights(input_dir))
-  _check_weights_fit(weights, config, input_dir, HF_CONFIG)
-  tf.io.gfile.makedirs(output_dir)
-  _copy_vocab(input_dir, output_dir)
-  checkpoint_io.write_checkpoint(os.path.join(output_dir, BERT_CHECKPOINT), weights)
-  config.to_json_file(os.path.join(output_dir, BERT_CONFIG))
+  original_files.check_weights_fit(weights, config, input_dir, HF_CONFIG)
+  vocab = original_files.read_bytes(os.path.join(input_dir, original_files.VOCAB))
+  original_files.write_original(output_dir, config, weights, vocab)
   return config
 
 
-def convert_original_to_hf(input_dir, output_dir):
+def convert_original_to_hf(input_dir, output_dir, vocab_file=None):
   """Writes `config.json`, `model.safetensors` and `vocab.txt` into `output_dir`.
 
   `input_dir` holds `bert_config.json`, `vocab.txt` and a checkpoint (`bert_model.ckpt`, or the
-  latest of a `checkpoint` state file, as `run_pretraining.py` writes).
+  latest of a `checkpoint` state file, as `run_pretraining.py` writes; then `vocab_file`, if it
+  has no `vocab.txt`).
 
   Returns:
     the list of HuggingFace tensor names written.
   """
-  try:
-    config = bert_config_lib.BertConfig.from_json_file(os.path.join(input_dir, BERT_CONFIG))
-  except bert_config_lib.ConfigError as error:
-    raise ConversionError(str(error)) from None
-  prefix = os.path.join(input_dir, BERT_CHECKPOINT)
-  if not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX):
-    prefix = input_dir
-  original_weights = checkpoint_io.read_checkpoint(prefix)
-  _check_weights_fit(original_weights, config, input_dir, BERT_CONFIG)
+  config, original_weights, vocab = original_files.read_original(input_dir, vocab_file)
   hf_weights = original_weights_to_hf(original_weights)
   architecture = "BertForPreTraining" if "cls.predictions.bias" in hf_weights else "BertModel"
   tf.io.gfile.makedirs(output_dir)
-  _copy_vocab(input_dir, output_dir)
-  with atomic_files.open_for_writing(os.path.join(output_dir, HF_WEIGHTS), "wb") as writer:
-    writer.write(safetensors_numpy.save(hf_weights, metadata={"format": "pt"}))
-  with atomic_files.open_for_writing(os.path.join(output_dir, HF_CONFIG)) as writer:
-    writer.write(json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
-                 + "\n")
+  original_files.write_bytes(os.path.join(output_dir, original_files.VOCAB), vocab)
+  original_files.write_bytes(os.path.join(output_dir, HF_WEIGHTS),
+                             safetensors_numpy.save(hf_weights, metadata={"format": "pt"}))
+  original_files.write_bytes(
+      os.path.join(output_dir, HF_CONFIG),
+      (json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
+       + "\n").encode("utf-8"))
   return sorted(hf_weights)
