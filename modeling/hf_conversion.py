@@ -45,7 +45,6 @@ _NOT_WEIGHTS = re.compile(r"^(bert\.)?(embeddings\.position_ids|cls\.predictions
 _TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 _OUTPUT_PROJECTIONS = {"cls.seq_relationship": "cls/seq_relationship", "classifier": "",
                        "qa_outputs": "cls/squad"}
-_TRAINING_STATE = re.compile(r"(^global_step$|/adam_[mv]$)")
 
 
 def hf_to_original_name(hf_name):
@@ -90,7 +89,7 @@ def original_to_hf_name(original_name, with_bert_prefix):
   Raises:
     ConversionError: a name outside the BERT layout.
   """
-  if _TRAINING_STATE.search(original_name):
+  if original_files.is_training_state(original_name):
     return None
   for hf_scope, scope in _OUTPUT_PROJECTIONS.items():
     prefix = scope + "/" if scope else ""
@@ -199,7 +198,7 @@ def original_weights_to_hf(original_weights):
   Encoder names get the `bert.` prefix when the checkpoint holds heads (`BertForPreTraining`-style
   files) and none otherwise (`BertModel` files).
   """
-  with_prefix = any(not name.startswith("bert/") and not _TRAINING_STATE.search(name)
+  with_prefix = any(not name.startswith("bert/") and not original_files.is_training_state(name)
                     for name in original_weights)
   hf_weights = {}
   for name, value in original_weights.items():

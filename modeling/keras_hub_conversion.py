@@ -324,7 +324,7 @@ def convert_original_to_keras_hub(input_dir, output_dir, lowercase, vocab_file=N
     vocab_file: the vocabulary, if not `input_dir`'s `vocab.txt`.
 
   Returns:
-    the original variable names left out (pre-training heads and training state).
+    the original variable names left out (heads; optimizer state is never converted).
   """
   config, weights, vocab = original_files.read_original(input_dir, vocab_file)
   backbone_config = bert_config_to_backbone(
@@ -332,7 +332,8 @@ def convert_original_to_keras_hub(input_dir, output_dir, lowercase, vocab_file=N
   names = {variable for _, _, variables in _layer_variables(config.num_hidden_layers)
            for variable in variables}
   weights = {name: np.asarray(value, np.float32) for name, value in weights.items()}
-  left_out = sorted(set(weights) - names)
+  left_out = sorted(name for name in set(weights) - names
+                    if not original_files.is_training_state(name))
   weights_file = _h5_bytes(weights, config.num_hidden_layers, config.num_attention_heads)
   tokenizer = dict(_TOKENIZER, config={
       "name": "bert_tokenizer", "trainable": True,

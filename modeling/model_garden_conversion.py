@@ -42,8 +42,8 @@ SAVED_MODEL_VOCAB = os.path.join("assets", "vocab.txt")
 # An encoder object has these children; a masked-LM head these.
 _ENCODER_CHILDREN = ("_embedding_layer", "_transformer_layers")
 _MASKED_LM_CHILDREN = ("embedding_table", "dense", "layer_norm")
-# Children of the root that are training state, not weights.
-_TRAINING_STATE = ("save_counter", "optimizer", "global_step", "do_lower_case")
+# Children of an object-based checkpoint's root that are training state, not weights.
+_ROOT_TRAINING_STATE = ("save_counter", "optimizer", "global_step", "do_lower_case")
 
 # (path under the encoder object, original name).
 _ENCODER_VARIABLES = (
@@ -155,7 +155,7 @@ def _readable(checkpoint_key):
 
 
 def _is_training_state(key):
-  return key.split("/", 1)[0] in _TRAINING_STATE or ".OPTIMIZER_SLOT" in key
+  return key.split("/", 1)[0] in _ROOT_TRAINING_STATE or ".OPTIMIZER_SLOT" in key
 
 
 def read_model_garden_weights(prefix, source=None):
@@ -435,7 +435,8 @@ def convert_original_to_model_garden(input_dir, output_dir, vocab_file=None):
   `vocab_file`, if it has no `vocab.txt`).
 
   Returns:
-    the original variable names left out (heads other than the masked LM, training state).
+    the original variable names left out (heads other than the masked LM; optimizer state is
+    never converted).
   """
   config, weights, vocab = original_files.read_original(input_dir, vocab_file)
   weights = {name: np.asarray(value, np.float32) for name, value in weights.items()}
@@ -453,4 +454,5 @@ def convert_original_to_model_garden(input_dir, output_dir, vocab_file=None):
   checkpoint_io.publish_bundle(checkpoint.write(atomic_files.temporary_name(prefix)), prefix)
   original_files.write_bytes(os.path.join(output_dir, original_files.VOCAB), vocab)
   config.to_json_file(os.path.join(output_dir, original_files.BERT_CONFIG))
-  return sorted(set(weights) - kept)
+  return sorted(name for name in set(weights) - kept
+                if not original_files.is_training_state(name))

@@ -9,6 +9,7 @@ writes) and `vocab.txt`: what every runner takes as `--bert_config_file`, `--ini
 
 import json
 import os
+import re
 
 import tensorflow as tf
 
@@ -21,9 +22,17 @@ BERT_CONFIG = "bert_config.json"
 BERT_CHECKPOINT = "bert_model.ckpt"
 VOCAB = "vocab.txt"
 
+_TRAINING_STATE = re.compile(r"(^global_step$|/adam_[mv]$)")
+
 
 class ConversionError(errors.UserError, ValueError):
   """A model directory, checkpoint or SavedModel that cannot be converted."""
+
+
+def is_training_state(name):
+  """True for a checkpoint's optimizer slots (`.../adam_m`, `.../adam_v`) and `global_step`:
+  stored beside the weights, never converted."""
+  return bool(_TRAINING_STATE.search(name))
 
 
 def read_json(path):

@@ -297,3 +297,27 @@ rm -rf "$DEMO_DIR/phase2_output"
   --distribution_strategy=one_device --alsologtostderr=false
 echo "Evaluated on unpacked records of length 128:"
 sed 's/^/  /' "$DEMO_DIR/phase2_output/eval_results.txt"
+
+stage "14. Convert the pretrained checkpoint to a keras-hub preset and a TF Model Garden checkpoint, and back"
+rm -rf "$DEMO_DIR/converted"
+for target in keras_hub model_garden; do
+  "$PYTHON" convert_checkpoint.py --direction="bert_to_$target" \
+    --input_dir="$DEMO_DIR/pretraining_output" --vocab_file="$DEMO_DIR/vocab.txt" \
+    --output_dir="$DEMO_DIR/converted/$target" --alsologtostderr=false
+  "$PYTHON" convert_checkpoint.py --direction="${target}_to_bert" \
+    --input_dir="$DEMO_DIR/converted/$target" --output_dir="$DEMO_DIR/converted/${target}_back" \
+    --alsologtostderr=false
+  echo "$target: $(cd "$DEMO_DIR/converted/$target" && find . -type f | sort | tr '\n' ' ')"
+done
+"$PYTHON" - "$DEMO_DIR" <<'PY'
+import sys
+import numpy as np
+from modeling import checkpoint_io
+trained = checkpoint_io.read_checkpoint(f"{sys.argv[1]}/pretraining_output")
+for target in ("keras_hub", "model_garden"):
+  back = checkpoint_io.read_checkpoint(f"{sys.argv[1]}/converted/{target}_back/bert_model.ckpt")
+  same = all(np.asarray(value).tobytes() == trained[name].tobytes() for name, value in back.items())
+  heads = sorted({name.split("/")[1] for name in back if name.startswith("cls/")})
+  print(f"{target} and back: {len(back)} tensors, {'all' if same else 'NOT all'} bit-identical "
+        f"to the run's (heads kept: {', '.join(heads) or 'none'})")
+PY
