@@ -166,8 +166,9 @@ def read_model_garden_weights(prefix, source=None):
     source: the path named in errors (default `prefix`).
 
   Returns:
-    dict original variable name -> numpy array: the encoder, and `cls/predictions/*` if the
-    checkpoint holds a masked-LM head.
+    `(weights, num_heads)`: dict original variable name -> numpy array (the encoder, and
+    `cls/predictions/*` if the checkpoint holds a masked-LM head), and the number of attention
+    heads (an axis of the stored attention kernels).
 
   Raises:
     ConversionError: no encoder in it, factorised embeddings, a variable missing, or variables
@@ -196,17 +197,28 @@ def read_model_garden_weights(prefix, source=None):
   masked_lm_path, masked_lm = graph.find(_MASKED_LM_CHILDREN)
   if masked_lm is not None:
     variables += [(masked_lm_path, masked_lm, path, name) for path, name in _MASKED_LM_VARIABLES]
-  weights, used_keys = {}, set()
+  weights, used_keys, num_heads = {}, set(), None
   for root_path, root, path, name in variables:
     key = graph.variable_key(root, path)
     if key is None:
       raise ConversionError(f"{source}: variable {_flatten(root_path + path)} is missing")
     used_keys.add(key)
     value = reader.get_tensor(key)
+    if name == "bert/encoder/layer_0/attention/self/query/kernel":
+      num_heads = attention_heads.num_heads_of(value)
     attention = attention_heads.per_head_name(name)
     weights[name] = attention_heads.from_heads(attention, value) if attention else value
+  if num_heads is None:
+    raise ConversionError(f"{source}: {_flatten(encoder_path + ('_transformer_layers',))} holds "
+                          "no layer")
   if masked_lm is not None:
-    used_keys.add(graph.variable_key(masked_lm, ("embedding_table",)))
+    table_key = graph.variable_key(masked_lm, ("embedding_table",))
+    used_keys.add(table_key)
+    if table_key is not None and not np.array_equal(reader.get_tensor(table_key),
+                                                     weights["bert/embeddings/word_embeddings"]):
+      raise ConversionError(
+          f"{source}: {_flatten(masked_lm_path + ('embedding_table',))} differs from the "
+          "encoder's word embeddings: an untied output layer, which the original cannot express")
   unused = sorted(key for key in reader.get_variable_to_shape_map()
                   if key not in used_keys and key != OBJECT_GRAPH_KEY
                   and not _is_training_state(key))
@@ -214,7 +226,7 @@ def read_model_garden_weights(prefix, source=None):
     raise ConversionError(
         f"{source}: {len(unused)} variable(s) outside the encoder and masked-LM head, e.g. "
         f"{_readable(unused[0])}: not a part the original layout has")
-  return weights
+  return weights, num_heads
 
 
 def infer_config(weights, num_heads, hidden_act, source):
@@ -236,16 +248,6 @@ def infer_config(weights, num_heads, hidden_act, source):
     return bert_config_lib.BertConfig.from_dict(values, source=source)
   except bert_config_lib.ConfigError as error:
     raise ConversionError(str(error)) from None
-
-
-def _num_heads(prefix):
-  """The number of heads stored in a checkpoint's per-head query kernel of layer 0."""
-  reader = tf.compat.v1.train.NewCheckpointReader(prefix)
-  graph = ObjectGraph(reader, prefix)
-  _, encoder = graph.find(_ENCODER_CHILDREN)
-  key = graph.variable_key(encoder, ("_transformer_layers", "0", "_attention_layer",
-                                     "_query_dense", "kernel"))
-  return attention_heads.num_heads_of(reader.get_tensor(key))
 
 
 def convert_model_garden_to_original(input_path, output_dir, bert_config_file=None,
@@ -271,8 +273,7 @@ def convert_model_garden_to_original(input_path, output_dir, bert_config_file=No
       prefix = checkpoint_io.resolve_checkpoint(input_path)
     except checkpoint_io.CheckpointError as error:
       raise ConversionError(str(error)) from None
-  weights = read_model_garden_weights(prefix)
-  num_heads = _num_heads(prefix)
+  weights, num_heads = read_model_garden_weights(prefix)
   config_path = bert_config_file or os.path.join(directory, original_files.BERT_CONFIG)
   if bert_config_file or tf.io.gfile.exists(config_path):
     config = original_files.read_config(config_path)
@@ -361,7 +362,7 @@ def convert_tf_hub_to_original(saved_model_dir, output_dir):
   if not tf.io.gfile.exists(variables_prefix + checkpoint_io.INDEX_SUFFIX):
     raise ConversionError(f"{saved_model_dir}: not a SavedModel ({variables_prefix}"
                           f"{checkpoint_io.INDEX_SUFFIX} does not exist)")
-  weights = read_model_garden_weights(variables_prefix, source=saved_model_dir)
+  weights, num_heads = read_model_garden_weights(variables_prefix, source=saved_model_dir)
   vocab_path = os.path.join(saved_model_dir, SAVED_MODEL_VOCAB)
   if not tf.io.gfile.exists(vocab_path):
     raise ConversionError(f"{saved_model_dir}: no {SAVED_MODEL_VOCAB} asset (a SentencePiece "
@@ -372,8 +373,7 @@ def convert_tf_hub_to_original(saved_model_dir, output_dir):
   except (tf.errors.OpError, ValueError, OSError) as error:
     raise ConversionError(f"{saved_model_dir}: cannot load the SavedModel: "
                           f"{str(error).splitlines()[0]}") from None
-  config, difference = match_activation(loaded, weights, _num_heads(variables_prefix),
-                                        saved_model_dir)
+  config, difference = match_activation(loaded, weights, num_heads, saved_model_dir)
   do_lower_case = bool(loaded.do_lower_case.numpy()) if hasattr(loaded, "do_lower_case") else None
   original_files.write_original(output_dir, config, weights, vocab)
   return config, do_lower_case, difference
