@@ -54,6 +54,10 @@ flags.DEFINE_string("bert_config_file", None,
                     "model_garden_to_bert: the config of the checkpoint (default: the "
                     "bert_config.json beside it, else sizes inferred from the weights with "
                     "Model Garden's default activation, the tanh GELU).")
+flags.DEFINE_bool("copy_pooler_dense_to_encoder", False,
+                  "model_garden_to_bert: take the pooler from a BertPretrainerV2's "
+                  "next_sentence.pooler_dense (the one Model Garden's pre-training trains), as "
+                  "Model Garden's export_tfhub flag of that name.")
 flags.mark_flags_as_required(["direction", "input_dir", "output_dir"])
 
 
@@ -87,7 +91,8 @@ def main(argv):
     logging.info("wrote a keras-hub preset to %s", FLAGS.output_dir)
   elif FLAGS.direction == "model_garden_to_bert":
     config = model_garden_conversion.convert_model_garden_to_original(
-        FLAGS.input_dir, FLAGS.output_dir, FLAGS.bert_config_file, FLAGS.vocab_file)
+        FLAGS.input_dir, FLAGS.output_dir, FLAGS.bert_config_file, FLAGS.vocab_file,
+        FLAGS.copy_pooler_dense_to_encoder)
     logging.info("wrote %s in the original layout (%d layers, hidden_act=%s)", FLAGS.output_dir,
                  config.num_hidden_layers, config.hidden_act)
   elif FLAGS.direction == "bert_to_model_garden":

@@ -78,6 +78,8 @@ _MASKED_LM_VARIABLES = (
     (("layer_norm", "beta"), "cls/predictions/transform/LayerNorm/beta"),
     (("bias",), "cls/predictions/output_bias"),
 )
+# `BertPretrainerV2.checkpoint_items`' name of the next-sentence head's dense layer.
+_NEXT_SENTENCE_POOLER = "next_sentence.pooler_dense"
 # Model Garden's `MaskedLM` tracks its output bias under both names.
 _MASKED_LM_BIAS_ALIAS = "output_bias/bias"
 # Activations tried, in order, to reproduce a SavedModel's outputs (Model Garden's "gelu" is the
@@ -158,12 +160,15 @@ def _is_training_state(key):
   return key.split("/", 1)[0] in _ROOT_TRAINING_STATE or ".OPTIMIZER_SLOT" in key
 
 
-def read_model_garden_weights(prefix, source=None):
+def read_model_garden_weights(prefix, source=None, copy_pooler_dense_to_encoder=False):
   """Reads a Model Garden BERT from an object-based checkpoint.
 
   Args:
     prefix: the checkpoint prefix (a SavedModel's `variables/variables` too).
     source: the path named in errors (default `prefix`).
+    copy_pooler_dense_to_encoder: take the pooler from the next-sentence head's
+      `next_sentence.pooler_dense` (which Model Garden's pre-training trains, not the encoder's
+      own pooler), as Model Garden's `export_tfhub --copy_pooler_dense_to_encoder`.
 
   Returns:
     `(weights, num_heads)`: dict original variable name -> numpy array (the encoder, and
@@ -208,6 +213,15 @@ def read_model_garden_weights(prefix, source=None):
       num_heads = attention_heads.num_heads_of(value)
     attention = attention_heads.per_head_name(name)
     weights[name] = attention_heads.from_heads(attention, value) if attention else value
+  if copy_pooler_dense_to_encoder:
+    head = graph.children(0).get(_NEXT_SENTENCE_POOLER)
+    if head is None:
+      raise ConversionError(f"{source}: no {_NEXT_SENTENCE_POOLER} to copy to the encoder's "
+                            "pooler")
+    for leaf in ("kernel", "bias"):
+      key = graph.variable_key(head, (leaf,))
+      used_keys.add(key)
+      weights[f"bert/pooler/dense/{leaf}"] = reader.get_tensor(key)
   if num_heads is None:
     raise ConversionError(f"{source}: {_flatten(encoder_path + ('_transformer_layers',))} holds "
                           "no layer")
@@ -223,9 +237,11 @@ def read_model_garden_weights(prefix, source=None):
                   if key not in used_keys and key != OBJECT_GRAPH_KEY
                   and not _is_training_state(key))
   if unused:
+    hint = (" (--copy_pooler_dense_to_encoder takes it as the pooler)"
+            if _readable(unused[0]).startswith(_NEXT_SENTENCE_POOLER + "/") else "")
     raise ConversionError(
         f"{source}: {len(unused)} variable(s) outside the encoder and masked-LM head, e.g. "
-        f"{_readable(unused[0])}: not a part the original layout has")
+        f"{_readable(unused[0])}: not a part the original layout has{hint}")
   return weights, num_heads
 
 
@@ -251,7 +267,7 @@ def infer_config(weights, num_heads, hidden_act, source):
 
 
 def convert_model_garden_to_original(input_path, output_dir, bert_config_file=None,
-                                     vocab_file=None):
+                                     vocab_file=None, copy_pooler_dense_to_encoder=False):
   """Writes the original layout from a Model Garden checkpoint.
 
   Args:
@@ -262,6 +278,7 @@ def convert_model_garden_to_original(input_path, output_dir, bert_config_file=No
       one, else one inferred from the shapes with Model Garden's default activation (tanh GELU).
     vocab_file: the vocabulary, if not the directory's `vocab.txt` (a training directory has
       none).
+    copy_pooler_dense_to_encoder: see `read_model_garden_weights`.
 
   Returns:
     the `BertConfig` written.
@@ -273,7 +290,8 @@ def convert_model_garden_to_original(input_path, output_dir, bert_config_file=No
       prefix = checkpoint_io.resolve_checkpoint(input_path)
     except checkpoint_io.CheckpointError as error:
       raise ConversionError(str(error)) from None
-  weights, num_heads = read_model_garden_weights(prefix)
+  weights, num_heads = read_model_garden_weights(
+      prefix, copy_pooler_dense_to_encoder=copy_pooler_dense_to_encoder)
   config_path = bert_config_file or os.path.join(directory, original_files.BERT_CONFIG)
   if bert_config_file or tf.io.gfile.exists(config_path):
     config = original_files.read_config(config_path)

@@ -141,6 +141,20 @@ def test_model_garden_checkpoint_written_here_reads_back_as_model_garden_wrote_i
   assert ours.get_tensor("save_counter/.ATTRIBUTES/VARIABLE_VALUE") == 1
 
 
+def test_next_sentence_pooler_becomes_the_pooler_on_request(tmp_path):
+  result = _convert("model_garden_to_bert", FIXTURES / "pretrainer_nsp", tmp_path,
+                    "--copy_pooler_dense_to_encoder")
+  assert result.returncode == 0, result.stderr
+  theirs = tf.train.load_checkpoint(str(FIXTURES / "pretrainer_nsp" / "bert_model.ckpt"))
+  ours = tf.train.load_checkpoint(str(tmp_path / "bert_model.ckpt"))
+  for leaf in ("kernel", "bias"):
+    head = theirs.get_tensor(f"next_sentence..pooler_dense/{leaf}/.ATTRIBUTES/VARIABLE_VALUE")
+    encoders_own = theirs.get_tensor(
+        f"encoder/layer_with_weights-6/{leaf}/.ATTRIBUTES/VARIABLE_VALUE")
+    assert np.array_equal(ours.get_tensor(f"bert/pooler/dense/{leaf}"), head), leaf
+    assert not np.array_equal(head, encoders_own), leaf
+
+
 def _object_checkpoint_missing_the_pooler(directory):
   """A Model Garden-shaped encoder checkpoint whose pooler is absent."""
   encoder = tf.Module()
@@ -176,7 +190,8 @@ def test_bad_input_is_one_line_error_and_nothing_written(case, tmp_path):
   assert "Traceback" not in result.stderr
   expected = {
       "next_sentence_head": "2 variable(s) outside the encoder and masked-LM head, e.g. "
-                            "next_sentence.pooler_dense/bias",
+                            "next_sentence.pooler_dense/bias: not a part the original layout "
+                            "has (--copy_pooler_dense_to_encoder takes it as the pooler)",
       "factorised_embeddings": "encoder/_embedding_projection: factorised embeddings",
       "name_based_checkpoint": "not an object-based checkpoint (no object graph)",
       "missing_variable": "variable encoder/_position_embedding_layer/embeddings is missing",
