@@ -73,8 +73,33 @@ class Settings:
   max_sequences_per_pack: int = 3
 
 
+def read_documents(path, stats=None):
+  """Yields the documents of one input file: runs of non-blank lines, stripped; the end of the
+  file ends a document.
+
+  Args:
+    path: a text file in the original format (any `tf.io.gfile` file system).
+    stats: optional `text_files.DecodeStats` updated as lines are read.
+
+  Yields:
+    lists of str, each a document's non-empty lines.
+  """
+  document = []
+  for line in text_files.read_lines(path, stats):
+    line = line.strip()
+    if line:
+      document.append(line)
+    elif document:
+      yield document
+      document = []
+  if document:
+    yield document
+
+
 def read_document_shards(paths, shard_documents, stats):
-  """Streams the input as shards of whole documents.
+  """Streams the input as shards of whole documents: shard `k` holds the documents
+  `k * shard_documents` to `(k + 1) * shard_documents - 1`, counted over the files in order (a
+  shard may span files).
 
   Args:
     paths: input files, read in order.
@@ -85,23 +110,14 @@ def read_document_shards(paths, shard_documents, stats):
     `(documents, num_bytes)`: a list of documents, each a list of stripped non-empty lines, and
     the input bytes the shard covers.
   """
-  shard, document = [], []
+  shard = []
   shard_start = stats.bytes
   for path in paths:
-    for line in text_files.read_lines(path, stats):
-      line = line.strip()
-      if line:
-        document.append(line)
-        continue
-      if document:
-        shard.append(document)
-        document = []
-        if len(shard) == shard_documents:
-          yield shard, stats.bytes - shard_start
-          shard, shard_start = [], stats.bytes
-    if document:
+    for document in read_documents(path, stats):
       shard.append(document)
-      document = []
+      if len(shard) == shard_documents:
+        yield shard, stats.bytes - shard_start
+        shard, shard_start = [], stats.bytes
   if shard:
     yield shard, stats.bytes - shard_start
 
@@ -330,6 +346,27 @@ def _share_the_cores(num_workers):
   tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
+def part_outputs(records_before, part_paths, num_outputs):
+  """Where a shard's parts go: the outputs take the records in turn, over all shards in order.
+
+  Args:
+    records_before: the records of all earlier shards.
+    part_paths: the shard's `_write_parts` result.
+    num_outputs: the number of output files.
+
+  Returns:
+    list of `(output index, part path)` for the parts that hold records.
+  """
+  return [((records_before + part) % num_outputs, path)
+          for part, path in enumerate(part_paths) if path is not None]
+
+
+def append_file(path, output):
+  """Appends the bytes of the file `path` (any `tf.io.gfile` file system) to the open `output`."""
+  with tf.io.gfile.GFile(path, "rb") as records:
+    shutil.copyfileobj(records, output, _COPY_BYTES)
+
+
 def stats_path(output_file):
   """Where the statistics of a run whose first output is `output_file` go: `_<name>.stats.json`
   beside it, a name that a glob over the outputs (`<output_file>*`, the original's usage for
@@ -372,9 +409,16 @@ def summarize(counts, decode_stats, elapsed_seconds, settings):
   return stats
 
 
-def _write_json_atomically(path, value):
-  with atomic_files.open_for_writing(path) as writer:
-    writer.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+def write_stats(output_file, stats):
+  """Writes `stats` (`summarize`) to `stats_path(output_file)`, whole or not at all."""
+  with atomic_files.open_for_writing(stats_path(output_file)) as writer:
+    writer.write(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+
+
+def read_stats(output_file):
+  """The statistics `write_stats` wrote for `output_file`."""
+  with tf.io.gfile.GFile(stats_path(output_file)) as reader:
+    return json.load(reader)
 
 
 # Bytes of a part file read at once when it is appended to an output.
@@ -389,6 +433,10 @@ class WorkerDiedError(errors.UserError, RuntimeError):
 
 class NoDocumentsError(errors.UserError, ValueError):
   """The input held no document with any word piece."""
+
+  def __init__(self, num_files, num_lines):
+    super().__init__(f"no document with any word piece in {num_files} input file(s) "
+                     f"({num_lines} line(s) read)")
 
 
 def write_pretraining_data(input_files, output_files, settings, num_workers=1,
@@ -447,12 +495,9 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
             in enumerate(read_document_shards(input_files, shard_documents, decode_stats)))
 
     def write(part_paths, shard_counts, num_bytes):
-      for part, part_path in enumerate(part_paths):
-        if part_path is not None:
-          with open(part_path, "rb") as records:
-            shutil.copyfileobj(records, outputs[(counts["records"] + part) % len(outputs)],
-                               _COPY_BYTES)
-          os.remove(part_path)
+      for output_index, part_path in part_outputs(counts["records"], part_paths, len(outputs)):
+        append_file(part_path, outputs[output_index])
+        os.remove(part_path)
       counts.update(shard_counts)
       elapsed = max(time.monotonic() - start, 1e-9)
       bar.update(num_bytes / 1e6, detail=(
@@ -470,9 +515,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     for output in outputs:
       output.close()
     if not counts["instances"]:
-      raise NoDocumentsError(
-          f"no document with any word piece in {len(input_files)} input file(s) "
-          f"({decode_stats.lines} line(s) read)")
+      raise NoDocumentsError(len(input_files), decode_stats.lines)
     for temp_path, path in zip(temp_paths, output_files):
       tf.io.gfile.rename(temp_path, path, overwrite=True)
   finally:
@@ -490,6 +533,6 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
         tf.io.gfile.remove(temp_path)
   bar.close()
   stats = summarize(counts, decode_stats, time.monotonic() - start, settings)
-  _write_json_atomically(stats_path(output_files[0]), stats)
+  write_stats(output_files[0], stats)
   return stats
 
