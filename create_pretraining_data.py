@@ -7,11 +7,19 @@ beside the first output (a name that `--input_file=<output>*` does not match). W
 one `max_seq_length` row, with four more features (`data/schemas.py`,
 `packed_pretraining_feature_spec`), which `run_pretraining.py` reads.
 
+With `--runner` and Apache Beam's other pipeline options (`pip install -r requirements-beam.txt`),
+the same shards are made by a Beam pipeline instead of local processes: the same records, byte for
+byte, on any runner (`data/beam_pretraining_data.py`; docs/pretraining.md has the Dataflow
+command).
+
 Example:
   python create_pretraining_data.py --input_file='corpus/*.txt' \
       --output_file=pretraining_data/part.tfrecord --num_output_shards=8 \
       --vocab_file=$BERT_DIR/vocab.txt --do_lower_case=True --max_seq_length=128 \
       --max_predictions_per_seq=20 --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+  # The same records from a Beam pipeline, here on this machine's cores:
+  python create_pretraining_data.py ...the flags above... --runner=DirectRunner \
+      --direct_running_mode=multi_processing --direct_num_workers=8
 """
 
 import os
@@ -113,13 +121,28 @@ def _worker_start_method():
   return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
+def beam_pipeline_options(args):
+  """Beam's pipeline options from the arguments this script does not define, or None for the
+  local path (no such argument)."""
+  if not [arg for arg in args if arg.startswith("-")]:
+    return None
+  try:
+    from data import beam_pretraining_data  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise errors.UsageError(
+        f"{args[0]}: not a flag of this script; Apache Beam's pipeline options (--runner=...) "
+        "need apache-beam: pip install -r requirements-beam.txt") from None
+  return beam_pretraining_data.pipeline_options_from_args(args)
+
+
 def main(argv):
-  del argv
+  beam_options = beam_pipeline_options(argv[1:])
   check_flags()
   outputs = output_paths()
   if not outputs:
     raise errors.UsageError("--output_file is empty")
   inputs = file_patterns.expand_globs(FLAGS.input_file, "input_file")
+  file_patterns.check_readable(inputs, "input_file")
   tokenization.load_vocab(FLAGS.vocab_file)
   settings = pretraining_data_writer.Settings(
       vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
@@ -129,13 +152,22 @@ def main(argv):
       do_whole_word_mask=FLAGS.do_whole_word_mask,
       original_random_stream=FLAGS.original_random_stream, pack_sequences=FLAGS.pack_sequences,
       max_sequences_per_pack=FLAGS.max_sequences_per_pack)
-  logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
-               FLAGS.num_workers)
+  compression_type = "GZIP" if FLAGS.gzip else None
   try:
-    stats = pretraining_data_writer.write_pretraining_data(
-        inputs, outputs, settings, num_workers=FLAGS.num_workers,
-        shard_documents=FLAGS.shard_documents, compression_type="GZIP" if FLAGS.gzip else None,
-        start_method=_worker_start_method())
+    if beam_options is None:
+      logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
+                   FLAGS.num_workers)
+      stats = pretraining_data_writer.write_pretraining_data(
+          inputs, outputs, settings, num_workers=FLAGS.num_workers,
+          shard_documents=FLAGS.shard_documents, compression_type=compression_type,
+          start_method=_worker_start_method())
+    else:
+      from data import beam_pretraining_data  # pylint: disable=g-import-not-at-top
+      logging.info("*** Reading from %d input file(s) on Apache Beam's %s ***", len(inputs),
+                   beam_options.get_all_options()["runner"])
+      stats = beam_pretraining_data.write_pretraining_data(
+          inputs, outputs, settings, beam_options, shard_documents=FLAGS.shard_documents,
+          compression_type=compression_type)
   except pretraining_data_writer.NoDocumentsError as error:
     raise errors.UsageError(f"--input_file={FLAGS.input_file}: {error}") from None
   packs = f" in {stats['packs']} packs" if FLAGS.pack_sequences else ""
@@ -145,4 +177,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  cli.run(main, pass_unknown_flags=True)

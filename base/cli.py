@@ -46,10 +46,14 @@ OUTPUT_DIR_FLAGS = ("output_dir", "export_dir")
 OUTPUT_FILE_FLAGS = ("output_file",)
 
 
-def run(main, output_file_flags=()):
+def run(main, output_file_flags=(), pass_unknown_flags=False):
   """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for a
   `base.errors.UserError` (bad flags, files, checkpoints, TPU address, or a diverged loss), and
   the grouped `help_text()` for -h / --help.
+
+  With `pass_unknown_flags`, flags the script does not define are not an error here: `main`
+  gets them in its `argv` (after the program name), for another parser (Apache Beam's pipeline
+  options) that must then reject what it does not know either.
 
   Before `main`, every output location the flags name (`OUTPUT_DIR_FLAGS`, `OUTPUT_FILE_FLAGS`
   and `output_file_flags`; a file flag may list several files separated by commas) is checked, so
@@ -66,7 +70,8 @@ def run(main, output_file_flags=()):
       return main(argv)
     except errors.UserError as error:
       sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
-  app.run(main_with_clear_errors, flags_parser=_parse_flags_or_print_help)
+  app.run(main_with_clear_errors, flags_parser=functools.partial(
+      _parse_flags_or_print_help, known_only=pass_unknown_flags))
 
 
 def check_output_flags(flag_values, file_flags):
@@ -82,11 +87,16 @@ def check_output_flags(flag_values, file_flags):
           output_locations.check_output_file(name, path.strip())
 
 
-def _parse_flags_or_print_help(argv):
+def _parse_flags_or_print_help(argv, known_only=False):
   arguments = argv[1:argv.index("--")] if "--" in argv else argv[1:]
   if any(argument in HELP_ARGUMENTS for argument in arguments):
     sys.stdout.write(help_text())
     sys.exit(0)
+  if known_only:
+    try:
+      return flags.FLAGS(argv, known_only=True)
+    except flags.Error:
+      pass  # A bad value of a known flag: parsed again below for absl's own message.
   return app.parse_flags_with_usage(argv)
 
 

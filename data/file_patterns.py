@@ -34,3 +34,16 @@ def expand_globs(patterns, flag_name="input_file"):
       raise InputError(f"--{flag_name}: {pattern!r} matches no file")
     files.extend(matches)
   return sorted(set(files))
+
+
+def check_readable(paths, flag_name="input_file"):
+  """Raises InputError naming the first of `paths` (from `--<flag_name>`) that is a directory or
+  cannot be opened and read, so that a long run does not fail on it hours in."""
+  for path in paths:
+    if tf.io.gfile.isdir(path):
+      raise InputError(f"--{flag_name}: {path} is a directory, not a file")
+    try:
+      with tf.io.gfile.GFile(path, "rb") as reader:
+        reader.read(1)
+    except tf.errors.OpError as error:
+      raise InputError(f"--{flag_name}: {path} cannot be read: {error.message}") from None

@@ -321,3 +321,21 @@ for target in ("keras_hub", "model_garden"):
   print(f"{target} and back: {len(back)} tensors, {'all' if same else 'NOT all'} bit-identical "
         f"to the run's (heads kept: {', '.join(heads) or 'none'})")
 PY
+
+stage "15. Create the data of stage 3 again as an Apache Beam pipeline (needs requirements-beam.txt)"
+if "$PYTHON" -c "import apache_beam" 2>/dev/null; then
+  # FnApiRunner is the DirectRunner's local engine; the DirectRunner itself first tries to
+  # download Beam's Prism runner.
+  "$PYTHON" create_pretraining_data.py --input_file=samples/sample_corpus.txt \
+    --output_file="$DEMO_DIR/beam_pretraining_data.tfrecord" --vocab_file="$DEMO_DIR/vocab.txt" \
+    --max_seq_length=64 --max_predictions_per_seq=10 --dupe_factor=1 \
+    --runner=FnApiRunner --direct_running_mode=multi_processing --direct_num_workers=2 \
+    --alsologtostderr=false 2>"$DEMO_DIR/beam.log" || { tail -5 "$DEMO_DIR/beam.log"; exit 1; }
+  if cmp -s "$DEMO_DIR/pretraining_data.tfrecord" "$DEMO_DIR/beam_pretraining_data.tfrecord"; then
+    echo "the pipeline's records are stage 3's, byte for byte ($(wc -c < "$DEMO_DIR/beam_pretraining_data.tfrecord") bytes)"
+  else
+    echo "the pipeline's records differ from stage 3's"; exit 1
+  fi
+else
+  echo "skipped: apache-beam is not installed (.venv/bin/pip install -r requirements-beam.txt)"
+fi

@@ -536,6 +536,9 @@ def test_packing_wikitext_packs_its_short_instances(wikitext_corpus, uncased_voc
 @pytest.mark.parametrize("case, expected", [
     ("empty_input", "no document with any word piece"),
     ("glob", "matches no file"),
+    ("directory", "is a directory, not a file"),
+    ("unknown_flag", "--dupe_facter=2: neither a flag of this script nor an Apache Beam "
+                     "pipeline option"),
     ("only_blank_and_control", "no document with any word piece"),
     ("vocab", "vocab"),
     ("predictions", "--max_predictions_per_seq=5 is smaller than round(max_seq_length * "
@@ -555,6 +558,10 @@ def test_bad_input_is_a_one_line_error_and_leaves_no_output(tmp_path, sample_voc
     flags["input_file"] = str(tmp_path / "empty.txt")
   elif case == "glob":
     flags["input_file"] = str(tmp_path / "nothing-*.txt")
+  elif case == "directory":
+    flags["input_file"] = str(tmp_path)
+  elif case == "unknown_flag":
+    flags["dupe_facter"] = "2"
   elif case == "only_blank_and_control":
     (tmp_path / "blank.txt").write_text("\n\n \x00\x01\n\n\u200b\n")
     flags["input_file"] = str(tmp_path / "blank.txt")
