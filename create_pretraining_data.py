@@ -17,8 +17,9 @@ Example:
       --output_file=pretraining_data/part.tfrecord --num_output_shards=8 \
       --vocab_file=$BERT_DIR/vocab.txt --do_lower_case=True --max_seq_length=128 \
       --max_predictions_per_seq=20 --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
-  # The same records from a Beam pipeline, here on this machine's cores:
-  python create_pretraining_data.py ...the flags above... --runner=DirectRunner \
+  # The same records from a Beam pipeline, here on this machine's cores (FnApiRunner: the
+  # DirectRunner's local engine, which the DirectRunner reaches after trying to download Prism):
+  python create_pretraining_data.py ...the flags above... --runner=FnApiRunner \
       --direct_running_mode=multi_processing --direct_num_workers=8
 """
 
