@@ -22,12 +22,17 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt requirements-beam.txt
 demo: $(VENV)/.runtime
 	PYTHON=$(PY) DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
 
+# Most tests start scripts, each a process that spends seconds importing TensorFlow on one core:
+# two pytest workers keep both cores busy. A module's tests stay together (its fixtures are made
+# once).
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.dev
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 # The unit tier, for the inner loop: no child processes, no real-model training.
 test-fast: $(VENV)/.dev
-	$(PY) -m pytest tests -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests -m "not slow"
 
 clean:
 	rm -rf $(DEMO_DIR)
