@@ -136,7 +136,8 @@ def _make_shard(shard, settings, num_outputs, compression_type, parts_directory)
 def _write_output(output_index, shards, temp_paths):
   """Appends, in shard order, every part that goes to output `output_index`, to its temporary.
 
-  Part files are left for `_finish` to remove, so that a retried write finds them again.
+  Part files are left for `write_pretraining_data` to remove, so that a retried write finds them
+  again.
   """
   records_before = 0
   with tf.io.gfile.GFile(temp_paths[output_index], "wb") as output:
@@ -150,22 +151,21 @@ def _write_output(output_index, shards, temp_paths):
 
 
 def _finish(unused_outputs, shards, file_counts, settings, temp_paths, output_files,
-            parts_directory, start_time):
-  """Renames the complete outputs and writes the statistics; with no instance, writes nothing."""
+            start_time):
+  """Renames the complete outputs and writes the statistics; with no instance, writes nothing
+  (`write_pretraining_data` removes the temporaries and the parts either way). A retry renames
+  only what is left to rename."""
   counts = collections.Counter()
   for _, _, shard_counts in shards:
     counts.update(shard_counts)
+  if not counts["instances"]:
+    return
   decode_stats = text_files.DecodeStats(
       lines=sum(lines for _, _, lines, _ in file_counts),
       undecodable_lines=sum(undecodable for _, _, _, undecodable in file_counts))
-  tf.io.gfile.rmtree(parts_directory)
-  if not counts["instances"]:
-    for temp_path in temp_paths:
-      if tf.io.gfile.exists(temp_path):
-        tf.io.gfile.remove(temp_path)
-    return
   for temp_path, path in zip(temp_paths, output_files):
-    tf.io.gfile.rename(temp_path, path, overwrite=True)
+    if tf.io.gfile.exists(temp_path):
+      tf.io.gfile.rename(temp_path, path, overwrite=True)
   pretraining_data_writer.write_stats(output_files[0], pretraining_data_writer.summarize(
       counts, decode_stats, time.time() - start_time, settings))
 
@@ -199,7 +199,7 @@ def build_pipeline(pipeline, input_files, output_files, settings, shard_document
        | "AppendParts" >> beam.Map(_write_output, all_shards, temp_paths)
        | "AllOutputs" >> beam.combiners.ToList()
        | "Finish" >> beam.Map(_finish, all_shards, beam.pvalue.AsSingleton(all_file_counts),
-                              settings, temp_paths, output_files, parts_directory, start_time))
+                              settings, temp_paths, output_files, start_time))
 
 
 def _counter(result, name):
