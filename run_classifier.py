@@ -17,37 +17,9 @@ Example:
   python run_classifier.py --task_name=csv --text_a_column=review --label_column=stars ...
 """
 
-from absl import flags
-
+from base import cli
 from tasks import runner
-from tasks.classification import processors as classifier_processors
-from tasks.classification import spec
-from training import flags as training_flags
-
-
-training_flags.define_fine_tuning_runner_flags()
-flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files.")
-flags.DEFINE_string("task_name", None,
-                    f"One of {', '.join(classifier_processors.task_names())} (case-insensitive).")
-flags.DEFINE_string("xnli_language", "zh", "Language of the XNLI train and dev files (the "
-                    "original hard-coded zh).")
-flags.DEFINE_string("text_a_column", "sentence",
-                    "tsv/csv tasks: column of the first text (header name or 0-based index).")
-flags.DEFINE_string("text_b_column", None,
-                    "tsv/csv tasks: column of the second text of a pair, if any.")
-flags.DEFINE_string("label_column", "label", "tsv/csv tasks: column of the label.")
-flags.DEFINE_bool("has_header", True, "tsv/csv tasks: the first line names the columns.")
-flags.DEFINE_list("label_list", None, "tsv/csv tasks: the labels, in class-id order; default the "
-                  "sorted labels of the training file.")
-flags.DEFINE_bool("multi_label", False, "tsv/csv tasks: several labels per row (sigmoid "
-                  "outputs), joined by --label_separator.")
-flags.DEFINE_string("label_separator", ",", "tsv/csv tasks: separator of the labels of a row "
-                    "with --multi_label.")
-flags.DEFINE_bool("regression", False, "tsv/csv tasks: the label is a number (one output, "
-                  "mean-squared-error loss).")
-flags.mark_flags_as_required(
-    ["data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"])
-
+from tasks.classification.config import ClassificationConfig
 
 if __name__ == "__main__":
-  runner.run(spec.ClassificationSpec())
+  cli.run_config(ClassificationConfig, runner.run)

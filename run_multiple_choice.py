@@ -17,28 +17,9 @@ Example:
       --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/swag_output
 """
 
-from absl import flags
-
+from base import cli
 from tasks import runner
-from tasks.multiple_choice import reader as multiple_choice
-from tasks.multiple_choice import spec
-from training import flags as training_flags
-
-training_flags.define_fine_tuning_runner_flags(
-    example_unit="Examples (each with all its choices)")
-flags.DEFINE_string("data_dir", None, "Directory of the task's train/dev/test files (swag: "
-                    "train.csv, val.csv, test.csv; jsonl: train.jsonl, dev.jsonl, test.jsonl).")
-flags.DEFINE_string("task_name", None, f"One of {', '.join(multiple_choice.TASKS)}: the SWAG "
-                    "release's CSV (or its fields as JSON lines), or JSON lines "
-                    '{"context": ..., "choices": [...], "label": ...}.')
-flags.DEFINE_string("train_file", None, "Training file (default: the task's train file in "
-                    "--data_dir). swag: a .csv file is read as CSV, any other as JSON lines.")
-flags.DEFINE_string("dev_file", None, "Evaluation file (default: the task's dev file in "
-                    "--data_dir).")
-flags.DEFINE_string("predict_file", None, "File to predict (default: the task's test file in "
-                    "--data_dir); labels are optional.")
-flags.mark_flags_as_required(["task_name", "vocab_file", "bert_config_file", "output_dir"])
-
+from tasks.multiple_choice.config import MultipleChoiceConfig
 
 if __name__ == "__main__":
-  runner.run(spec.MultipleChoiceSpec())
+  cli.run_config(MultipleChoiceConfig, runner.run)

@@ -14,24 +14,9 @@ Example:
       --train_batch_size=32 --learning_rate=5e-5 --num_train_epochs=3 --output_dir=/tmp/ner
 """
 
-from absl import flags
-
+from base import cli
 from tasks import runner
-from tasks.ner import spec
-from training import flags as training_flags
-
-training_flags.define_fine_tuning_runner_flags(example_unit="Windows")
-flags.DEFINE_string("data_dir", None, "Directory with train.txt, dev.txt and test.txt.")
-flags.DEFINE_string("train_file", None, "Training file (default: <data_dir>/train.txt).")
-flags.DEFINE_string("dev_file", None, "Evaluation file (default: <data_dir>/dev.txt).")
-flags.DEFINE_string("predict_file", None, "File to tag (default: <data_dir>/test.txt); it may "
-                    "have the token column only.")
-flags.DEFINE_list("labels", None, "The tags, in label-id order; default the tags of the "
-                  "training file (O first, then sorted).")
-flags.DEFINE_bool("doc_context", False, "Fill each window with the neighbouring sentences of "
-                  "the same -DOCSTART- document (unlabelled), as the BERT paper's NER setting.")
-flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
-
+from tasks.ner.config import NerConfig
 
 if __name__ == "__main__":
-  runner.run(spec.NerSpec())
+  cli.run_config(NerConfig, runner.run)

@@ -18,30 +18,9 @@ Example:
       --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad
 """
 
-from absl import flags
-
+from base import cli
 from tasks import runner
-from tasks.squad import spec
-from training import flags as training_flags
-
-training_flags.define_fine_tuning_runner_flags(example_unit="Windows", max_seq_length=384,
-                                              with_eval=False)
-flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
-flags.DEFINE_string("predict_file", None, "SQuAD JSON for predictions, e.g. dev-v1.1.json; "
-                    "scored when it has answers.")
-flags.DEFINE_integer("doc_stride", 128, "How far each window of a long context starts after the "
-                     "previous one, in word pieces.")
-flags.DEFINE_integer("max_query_length", 64, "Question word pieces kept (the rest is cut).")
-flags.DEFINE_integer("n_best_size", 20, "Start and end candidates per window, and length of the "
-                     "n-best lists in nbest_predictions.json.")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in word pieces.")
-flags.DEFINE_bool("verbose_logging", False, "Log the windows of the first 20 questions (pieces, "
-                  "which window scores each piece, the answer span).")
-flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: some questions have no answer.")
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: answer \"\" when the null score "
-                   "exceeds the best span's score by more than this.")
-flags.mark_flags_as_required(["vocab_file", "bert_config_file", "output_dir"])
-
+from tasks.squad.config import SquadConfig
 
 if __name__ == "__main__":
-  runner.run(spec.SquadSpec())
+  cli.run_config(SquadConfig, runner.run)

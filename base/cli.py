@@ -74,6 +74,22 @@ def run(main, output_file_flags=(), pass_unknown_flags=False):
       _parse_flags_or_print_help, known_only=pass_unknown_flags))
 
 
+def run_config(config_class, run):
+  """The entry point of a script whose run is a function of a typed config
+  (`base.config.FlagConfig`): its flags defined from `config_class`, parsed as `run` parses
+  them (grouped --help, one-line errors), the config built from them and passed to `run`, which
+  validates it and claims its outputs."""
+  config_class.define_flags(flags.FLAGS)
+
+  def main(argv):
+    del argv
+    try:
+      run(config_class.from_flags(flags.FLAGS))
+    except errors.UserError as error:
+      sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
+  app.run(main, flags_parser=_parse_flags_or_print_help)
+
+
 def check_output_flags(flag_values, file_flags):
   """Raises `output_locations.OutputLocationError` for the first output flag of `flag_values`
   (the `OUTPUT_DIR_FLAGS`, and `file_flags`) whose location cannot be written."""

@@ -8,6 +8,8 @@ probe leaves nothing behind and costs nothing.
 """
 
 import atexit
+import contextlib
+import functools
 import json
 import os
 import socket
@@ -90,6 +92,9 @@ def claim_output_dir(flag_name, path):
   process exits, with the directory if the claim created it and the run wrote nothing there. A lock of another machine cannot be checked: the message says to delete it when
   that run is over.
 
+  Returns:
+    a function that releases the claim now (otherwise it is released when the process exits).
+
   Raises:
     OutputLocationError: another process holds the directory.
   """
@@ -113,8 +118,29 @@ def claim_output_dir(flag_name, path):
   lock = {"host": host, "pid": pid, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
   with atomic_files.open_for_writing(lock_path) as f:
     f.write(json.dumps(lock) + "\n")
-  atexit.register(_release_lock, lock_path, pid, path if created else None)
+  release = functools.partial(_release_lock, lock_path, pid, path if created else None)
+  atexit.register(release)
   atomic_files.remove_stale_temporaries(path)
+
+  def release_now():
+    atexit.unregister(release)
+    release()
+  return release_now
+
+
+@contextlib.contextmanager
+def claimed_output_dir(flag_name, path, claim=True):
+  """`claim_output_dir` for the duration of a `with` block (a run in a process that goes on, as
+  a notebook's): the lock is released when the block ends. With `claim` False (a worker that
+  is not the chief), nothing is claimed."""
+  if not claim:
+    yield
+    return
+  release = claim_output_dir(flag_name, path)
+  try:
+    yield
+  finally:
+    release()
 
 
 def _read_lock(lock_path):

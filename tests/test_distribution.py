@@ -1,4 +1,4 @@
-"""Strategy selection from the shared flags; an unreachable TPU fails fast with a clear message."""
+"""Strategy selection from the engine config; an unreachable TPU fails fast with a clear message."""
 
 import os
 import pathlib
@@ -7,21 +7,17 @@ import subprocess
 import sys
 import time
 
-from absl import flags
 import pytest
 import tensorflow as tf
 
 from training import distribution
-from training import flags as training_flags
+from training import config as training_config
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _parse(*argv):
-  flag_values = flags.FlagValues()
-  training_flags.define_all(flag_values)
-  flag_values(["prog", *argv])
-  return flag_values
+  return training_config.EngineConfig.from_args(*argv)
 
 
 def _free_port():
@@ -44,20 +40,20 @@ def test_original_tpu_flags_map_to_tpu():
     distribution.resolve_tpu(tpu="a", use_tpu=True, tpu_name="b")
 
 
-def test_flags_build_cpu_strategies_and_aliases():
+def test_configs_build_cpu_strategies_and_aliases():
   flag_values = _parse("--distribution_strategy=one_device", "--iterations_per_loop=7")
   assert flag_values.steps_per_loop == 7
-  strategy = distribution.strategy_from_flags(flag_values)
+  strategy = distribution.strategy_from_config(flag_values)
   assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
   assert distribution.is_chief(strategy)
-  mirrored = distribution.strategy_from_flags(_parse())
+  mirrored = distribution.strategy_from_config(_parse())
   assert isinstance(mirrored, tf.distribute.MirroredStrategy)
   assert mirrored.num_replicas_in_sync == 1
   with pytest.raises(distribution.DistributionError, match="--num_gpus=2 but only 0 GPU"):
-    distribution.strategy_from_flags(_parse("--num_gpus=2"))
+    distribution.strategy_from_config(_parse("--num_gpus=2"))
   with pytest.raises(distribution.DistributionError,
                      match="a TPU is given but --distribution_strategy=mirrored"):
-    distribution.strategy_from_flags(_parse("--distribution_strategy=mirrored", "--tpu=x"))
+    distribution.strategy_from_config(_parse("--distribution_strategy=mirrored", "--tpu=x"))
 
 
 def test_unreachable_tpu_address_fails_fast():
@@ -66,7 +62,7 @@ def test_unreachable_tpu_address_fails_fast():
   with pytest.raises(distribution.DistributionError,
                      match=rf"cannot reach TPU 'grpc://127\.0\.0\.1:{port}' at "
                            rf"127\.0\.0\.1:{port}"):
-    distribution.strategy_from_flags(_parse("--use_tpu", f"--master=grpc://127.0.0.1:{port}"))
+    distribution.strategy_from_config(_parse("--use_tpu", f"--master=grpc://127.0.0.1:{port}"))
   assert time.monotonic() - start < 15
 
 

@@ -17,12 +17,13 @@ from modeling import optimization
 from tests import toy_task
 from training import checkpointing
 from training import distribution
+from training import config as training_config
 from training import engine
-from training import flags as training_flags
 from training import input_pipeline
 from training import periodic_evaluation
 
-training_flags.define_all()
+training_config.EngineConfig.define_flags(FLAGS)
+training_config.InputCompressionConfig.define_flags(FLAGS)
 flags.DEFINE_string("input_file", None, "Toy TFRecords.")
 flags.DEFINE_integer("train_batch_size", 8, "Examples per step.")
 flags.DEFINE_integer("eval_batch_size", 8, "Examples per eval step.")
@@ -68,9 +69,11 @@ def main(_):
     _install_kill_hook(FLAGS.sigkill_after_checkpoint)
   if FLAGS.max_loop_length is not None:
     _install_loop_length_hook(FLAGS.max_loop_length)
-  strategy = distribution.strategy_from_flags(FLAGS)
-  config = training_flags.run_config_from_flags(
-      FLAGS, FLAGS.num_train_steps, FLAGS.train_batch_size, FLAGS.eval_batch_size)
+  engine_config = training_config.EngineConfig.from_flags(FLAGS)
+  engine_config.validate()
+  strategy = engine_config.strategy()
+  config = engine_config.engine_run_config(FLAGS.num_train_steps, FLAGS.train_batch_size,
+                                           FLAGS.eval_batch_size)
   input_fn, _ = input_pipeline.input_fn_from_flags(
       FLAGS.input_file, toy_task.FEATURE_SPEC, FLAGS.train_batch_size, is_training=True,
       compression=FLAGS.input_compression, shuffle_buffer_size=FLAGS.shuffle_buffer_size, seed=0)

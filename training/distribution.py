@@ -1,4 +1,4 @@
-"""The tf.distribute strategy of a run, from the shared distribution flags.
+"""The tf.distribute strategy of a run, from the distribution fields of its config.
 
 `--distribution_strategy` picks one of one_device, mirrored (the local GPUs), multi_worker_mirrored
 (several hosts, described by the TF_CONFIG environment variable) and tpu. The original's TPU flags
@@ -176,20 +176,19 @@ def get_strategy(distribution_strategy="mirrored", num_gpus=None, tpu=None, tpu_
   return tf.distribute.MirroredStrategy(devices or gpus or ["/cpu:0"])
 
 
-def strategy_from_flags(flag_values):
-  """Builds the strategy from the flags of `training.flags.define_distribution_flags()`."""
-  tpu = resolve_tpu(flag_values.tpu, flag_values.use_tpu, flag_values.tpu_name,
-                    flag_values.master)
-  name = flag_values.distribution_strategy
+def strategy_from_config(run_config):
+  """Builds the strategy of a `training.config.EngineConfig`'s distribution fields."""
+  tpu = resolve_tpu(run_config.tpu, run_config.use_tpu, run_config.tpu_name, run_config.master)
+  name = run_config.distribution_strategy
   if tpu and name != "tpu":
-    if flag_values["distribution_strategy"].present:
+    if "distribution_strategy" in run_config.given_flags:
       raise DistributionError(f"a TPU is given but --distribution_strategy={name}")
     name = "tpu"
-  strategy = get_strategy(name, flag_values.num_gpus, tpu, flag_values.tpu_zone,
-                          flag_values.gcp_project)
-  if name == "tpu" and strategy.num_replicas_in_sync != flag_values.num_tpu_cores:
+  strategy = get_strategy(name, run_config.num_gpus, tpu, run_config.tpu_zone,
+                          run_config.gcp_project)
+  if name == "tpu" and strategy.num_replicas_in_sync != run_config.num_tpu_cores:
     logging.warning("--num_tpu_cores=%d but the TPU has %d cores; using %d",
-                    flag_values.num_tpu_cores, strategy.num_replicas_in_sync,
+                    run_config.num_tpu_cores, strategy.num_replicas_in_sync,
                     strategy.num_replicas_in_sync)
   logging.info("Distribution: %s with %d replica(s)", name, strategy.num_replicas_in_sync)
   return strategy

@@ -51,7 +51,7 @@ class NonFiniteLossError(errors.UserError, RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-  """Settings of a run, mostly from the shared flags (see `training.flags.run_config_from_flags`).
+  """Settings of a run, mostly from the shared flags (see `training.config.EngineConfig.engine_run_config`).
 
   Attributes:
     output_dir: checkpoints, summaries, eval_results.txt.
@@ -96,6 +96,22 @@ def write_eval_results(path, results):
   with atomic_files.open_for_writing(path) as f:
     for key in sorted(results):
       f.write(f"{key} = {results[key]}\n")
+
+
+def read_eval_results(output_dir):
+  """`{name: int or float}` of `output_dir/eval_results.txt`, or None when there is none."""
+  path = os.path.join(output_dir, EVAL_RESULTS_FILENAME)
+  if not tf.io.gfile.exists(path):
+    return None
+  results = {}
+  with tf.io.gfile.GFile(path) as f:
+    for line in f:
+      key, value = (part.strip() for part in line.split("=", 1))
+      try:
+        results[key] = int(value)
+      except ValueError:
+        results[key] = float(value)
+  return results
 
 
 class Trainer:

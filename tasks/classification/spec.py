@@ -32,20 +32,20 @@ class ClassificationInputs:
   examples: dict
 
 
-def make_processor(flag_values):
+def make_processor(config):
   """The processor of --task_name; a UsageError listing the known tasks otherwise."""
-  name = flag_values.task_name.lower()
+  name = config.task_name.lower()
   if name in classifier_processors.GENERIC_TASKS:
-    if flag_values.multi_label and flag_values.regression:
+    if config.multi_label and config.regression:
       raise errors.UsageError("--multi_label and --regression exclude each other")
     return classifier_processors.GenericProcessor(
-        name, text_a_column=flag_values.text_a_column, text_b_column=flag_values.text_b_column,
-        label_column=flag_values.label_column, has_header=flag_values.has_header,
-        labels=flag_values.label_list, multi_label=flag_values.multi_label,
-        label_separator=flag_values.label_separator, regression=flag_values.regression)
-  processors = classifier_processors.glue_processors(flag_values.xnli_language)
+        name, text_a_column=config.text_a_column, text_b_column=config.text_b_column,
+        label_column=config.label_column, has_header=config.has_header,
+        labels=config.label_list, multi_label=config.multi_label,
+        label_separator=config.label_separator, regression=config.regression)
+  processors = classifier_processors.glue_processors(config.xnli_language)
   if name not in processors:
-    raise errors.UsageError(f"--task_name={flag_values.task_name}: unknown task; known tasks: "
+    raise errors.UsageError(f"--task_name={config.task_name}: unknown task; known tasks: "
                             f"{', '.join(classifier_processors.task_names())}")
   return processors[name]
 
@@ -60,100 +60,96 @@ def write_test_results(path, values):
 class ClassificationSpec(runner.FineTuningSpec):
   """Classification, regression and multi-label classification of texts and text pairs."""
 
-  def check_flags(self, flag_values, bert_config):
-    if not tf.io.gfile.isdir(flag_values.data_dir):
-      raise errors.UsageError(f"--data_dir={flag_values.data_dir}: no such directory")
-
-  def read_inputs(self, flag_values, bert_config):
-    processor = make_processor(flag_values)
+  def read_inputs(self, config, bert_config):
+    processor = make_processor(config)
 
     def read(split):
       """The examples of a split; an error naming the file when it holds none, or sentence
       pairs that the config's segment table cannot take."""
       processor_split = PROCESSOR_SPLITS[split]
-      examples = getattr(processor, f"get_{processor_split}_examples")(flag_values.data_dir)
+      examples = getattr(processor, f"get_{processor_split}_examples")(config.data_dir)
       if not examples:
-        raise file_patterns.InputError(f"{flag_values.data_dir}: the {processor_split} file of "
+        raise file_patterns.InputError(f"{config.data_dir}: the {processor_split} file of "
                                        f"task {processor.name!r} holds no example")
       if any(example.text_b is not None for example in examples):
-        model_inputs.check_segments(2, bert_config, flag_values.bert_config_file,
+        model_inputs.check_segments(2, bert_config, config.bert_config_file,
                                     f"the {processor_split} examples of task {processor.name!r} "
                                     "are sentence pairs")
       return examples
 
     infers_labels = (isinstance(processor, classifier_processors.GenericProcessor)
-                     and not flag_values.label_list)
+                     and not config.label_list)
     examples = {}
-    if flag_values.do_train or infers_labels:
+    if config.do_train or infers_labels:
       train_examples = read("train")
       if infers_labels:
         processor.infer_labels(train_examples)
-      if flag_values.do_train:
+      if config.do_train:
         examples["train"] = train_examples
     label_list = processor.get_labels()
     if processor.kind != label_kinds.REGRESSION and len(label_list) < 2:
       raise file_patterns.InputError(f"task {processor.name!r}: needs at least 2 labels, found "
                                      f"{label_list}")
     for split, action in (("eval", "do_eval"), ("predict", "do_predict")):
-      if flag_values[action].value:
+      if getattr(config, action):
         examples[split] = read(split)
     return ClassificationInputs(processor, label_list, examples)
 
-  def label_list(self, flag_values, inputs):
+  def label_list(self, config, inputs):
     return inputs.label_list
 
-  def write_records(self, flag_values, inputs, tokenizer):
-    batch_sizes = {"train": 1, "eval": flag_values.eval_batch_size,
-                   "predict": flag_values.predict_batch_size}
+  def write_records(self, config, inputs, tokenizer):
+    batch_sizes = {"train": 1, "eval": config.eval_batch_size,
+                   "predict": config.predict_batch_size}
     records = {}
     for split, examples in inputs.examples.items():
-      path = os.path.join(flag_values.output_dir, f"{split}.tf_record")
+      path = os.path.join(config.output_dir, f"{split}.tf_record")
       num_real, num_padding = classifier_features.write_records(
-          path, examples, tokenizer, flag_values.max_seq_length, inputs.processor.kind,
+          path, examples, tokenizer, config.max_seq_length, inputs.processor.kind,
           inputs.label_list, batch_sizes[split])
       logging.info("%s: %d examples + %d padding rows", path, num_real, num_padding)
       records[split] = runner.RecordFile(path, num_real + num_padding)
     return records
 
-  def feature_spec(self, flag_values, inputs, split):
-    return classifier_features.feature_spec(flag_values.max_seq_length, inputs.processor.kind,
+  def feature_spec(self, config, inputs, split):
+    return classifier_features.feature_spec(config.max_seq_length, inputs.processor.kind,
                                             len(inputs.label_list))
 
-  def make_task(self, flag_values, bert_config, inputs):
+  def make_task(self, config, bert_config, inputs):
     return classifier_task.ClassifierTask(bert_config, inputs.processor.kind,
                                           len(inputs.label_list))
 
-  def evaluate(self, flag_values, inputs, run):
+  def evaluate(self, config, inputs, run):
     kind = inputs.processor.kind
-    logits, features = run.predict("eval", flag_values.eval_batch_size,
+    logits, features = run.predict("eval", config.eval_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     losses = classifier_task.per_example_loss(kind, logits, features["label_ids"]).numpy()
     return classification_metrics.compute(
         kind, logits, features["label_ids"], features["is_real_example"], losses,
         inputs.label_list, inputs.processor.metrics)
 
-  def metric_names(self, flag_values, inputs):
+  def metric_names(self, config, inputs):
     return classification_metrics.reported_names(inputs.processor.kind,
                                                  inputs.processor.metrics)
 
-  def default_metric(self, flag_values, inputs):
+  def default_metric(self, config, inputs):
     if inputs.processor.metrics:
       return inputs.processor.metrics[0]
     return "eval_loss" if inputs.processor.kind == label_kinds.REGRESSION else "eval_accuracy"
 
-  def predict(self, flag_values, inputs, run):
-    logits, features = run.predict("predict", flag_values.predict_batch_size,
+  def predict(self, config, inputs, run):
+    logits, features = run.predict("predict", config.predict_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     # Padding rows are the last rows of the file, so the real ones keep the input order.
     values = classification_metrics.output_values(inputs.processor.kind, logits)[
         features["is_real_example"] > 0]
-    path = os.path.join(flag_values.output_dir, TEST_RESULTS_FILENAME)
+    path = os.path.join(config.output_dir, TEST_RESULTS_FILENAME)
     if run.trainer.is_chief:
       write_test_results(path, values)
       logging.info("wrote %d predictions to %s", len(values), path)
 
-  def make_server(self, flag_values, inputs, model, with_text):
+  def make_server(self, config, inputs, model, with_text):
     return classifier_server.ClassifierServer(
-        model, flag_values.vocab_file, flag_values.do_lower_case, inputs.label_list,
-        inputs.processor.kind, flag_values.max_seq_length, has_pairs=inputs.processor.has_pairs,
+        model, config.vocab_file, config.do_lower_case, inputs.label_list,
+        inputs.processor.kind, config.max_seq_length, has_pairs=inputs.processor.has_pairs,
         with_text=with_text)

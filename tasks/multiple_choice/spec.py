@@ -39,15 +39,15 @@ class MultipleChoiceInputs:
   num_choices: int
 
 
-def split_path(flag_values, split):
+def split_path(config, split):
   """The file of a split: its flag, else the task's default name in --data_dir."""
   flag_name, reader_split = SPLITS[split][:2]
-  if flag_values[flag_name].value:
-    return flag_values[flag_name].value
-  if not flag_values.data_dir:
+  if getattr(config, flag_name):
+    return getattr(config, flag_name)
+  if not config.data_dir:
     raise errors.UsageError(f"--{flag_name} or --data_dir is required")
-  return os.path.join(flag_values.data_dir,
-                      multiple_choice.DEFAULT_FILES[flag_values.task_name.lower()][reader_split])
+  return os.path.join(config.data_dir,
+                      multiple_choice.DEFAULT_FILES[config.task_name.lower()][reader_split])
 
 
 def write_predictions(path, examples, scores):
@@ -73,24 +73,15 @@ def write_predictions(path, examples, scores):
 class MultipleChoiceSpec(runner.FineTuningSpec):
   """A softmax over each example's choices (SWAG and the like)."""
 
-  def check_flags(self, flag_values, bert_config):
-    model_inputs.check_segments(2, bert_config, flag_values.bert_config_file,
-                                "each choice packs context and ending as two segments")
-    if flag_values.task_name.lower() not in multiple_choice.TASKS:
-      raise errors.UsageError(f"--task_name={flag_values.task_name}: unknown task; known tasks: "
-                              f"{', '.join(multiple_choice.TASKS)}")
-    if flag_values.data_dir and not tf.io.gfile.isdir(flag_values.data_dir):
-      raise errors.UsageError(f"--data_dir={flag_values.data_dir}: no such directory")
-
-  def read_inputs(self, flag_values, bert_config):
+  def read_inputs(self, config, bert_config):
     """Every example must have the same number of choices (an error naming the file and line
     otherwise)."""
     splits, reference = {}, None
     for split, (_, reader_split, labelled, action) in SPLITS.items():
-      if not flag_values[action].value:
+      if not getattr(config, action):
         continue
-      path = split_path(flag_values, split)
-      examples = multiple_choice.read_examples(flag_values.task_name.lower(), path,
+      path = split_path(config, split)
+      examples = multiple_choice.read_examples(config.task_name.lower(), path,
                                                reader_split, labelled)
       if not examples:
         raise file_patterns.InputError(f"{path}: holds no example")
@@ -99,27 +90,27 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
       splits[split] = (path, examples)
     return MultipleChoiceInputs(splits, len(reference.choices) if reference else None)
 
-  def write_records(self, flag_values, inputs, tokenizer):
-    batch_sizes = {"train": 1, "eval": flag_values.eval_batch_size,
-                   "predict": flag_values.predict_batch_size}
+  def write_records(self, config, inputs, tokenizer):
+    batch_sizes = {"train": 1, "eval": config.eval_batch_size,
+                   "predict": config.predict_batch_size}
     records = {}
     for split, (path, examples) in inputs.splits.items():
-      record_path = os.path.join(flag_values.output_dir, f"{split}.tf_record")
+      record_path = os.path.join(config.output_dir, f"{split}.tf_record")
       num_real, num_padding = multiple_choice_features.write_records(
-          record_path, examples, tokenizer, flag_values.max_seq_length, batch_sizes[split])
+          record_path, examples, tokenizer, config.max_seq_length, batch_sizes[split])
       logging.info("%s: %d examples of %d choices + %d padding rows -> %s", path, num_real,
                    inputs.num_choices, num_padding, record_path)
       records[split] = runner.RecordFile(record_path, num_real + num_padding)
     return records
 
-  def feature_spec(self, flag_values, inputs, split):
-    return schemas.multiple_choice_feature_spec(inputs.num_choices, flag_values.max_seq_length)
+  def feature_spec(self, config, inputs, split):
+    return schemas.multiple_choice_feature_spec(inputs.num_choices, config.max_seq_length)
 
-  def make_task(self, flag_values, bert_config, inputs):
+  def make_task(self, config, bert_config, inputs):
     return multiple_choice_task.MultipleChoiceTask(bert_config)
 
-  def evaluate(self, flag_values, inputs, run):
-    scores, features = run.predict("eval", flag_values.eval_batch_size,
+  def evaluate(self, config, inputs, run):
+    scores, features = run.predict("eval", config.eval_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     losses = classifier_task.per_example_loss(label_kinds.CLASSIFICATION, scores,
                                               features["label_ids"]).numpy()
@@ -127,20 +118,20 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
         label_kinds.CLASSIFICATION, scores, features["label_ids"],
         features["is_real_example"], losses)
 
-  def metric_names(self, flag_values, inputs):
+  def metric_names(self, config, inputs):
     return classification_metrics.reported_names(label_kinds.CLASSIFICATION)
 
-  def predict(self, flag_values, inputs, run):
-    scores, features = run.predict("predict", flag_values.predict_batch_size,
+  def predict(self, config, inputs, run):
+    scores, features = run.predict("predict", config.predict_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     examples = inputs.splits["predict"][1]
-    path = os.path.join(flag_values.output_dir, PREDICTIONS_FILENAME)
+    path = os.path.join(config.output_dir, PREDICTIONS_FILENAME)
     # Padding rows are the last rows of the file, so the real ones keep the input order.
     if run.trainer.is_chief:
       write_predictions(path, examples, scores[features["is_real_example"] > 0])
       logging.info("wrote %d predictions to %s", len(examples), path)
 
-  def make_server(self, flag_values, inputs, model, with_text):
+  def make_server(self, config, inputs, model, with_text):
     return multiple_choice_server.MultipleChoiceServer(
-        model, flag_values.vocab_file, flag_values.do_lower_case, flag_values.max_seq_length,
+        model, config.vocab_file, config.do_lower_case, config.max_seq_length,
         with_text=with_text)

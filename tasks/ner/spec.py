@@ -34,20 +34,20 @@ class NerInputs:
   label_list: list
 
 
-def data_file(flag_values, split):
+def data_file(config, split):
   """The file of a split: its flag, else its default name in --data_dir."""
   flag_name, default_name, _ = SPLIT_FILES[split]
-  path = flag_values[flag_name].value or (os.path.join(flag_values.data_dir, default_name)
-                                          if flag_values.data_dir else None)
+  path = getattr(config, flag_name) or (os.path.join(config.data_dir, default_name)
+                                          if config.data_dir else None)
   if path is None:
     raise errors.UsageError(f"--{flag_name} or --data_dir is required")
   return path
 
 
-def label_list_from(flag_values, sentences, path):
+def label_list_from(config, sentences, path):
   """`--labels`, else the training file's tags: O first, then sorted."""
-  if flag_values.labels:
-    return list(flag_values.labels)
+  if config.labels:
+    return list(config.labels)
   tags = {tag for sentence in sentences for tag in sentence.tags}
   if len(tags) < 2:
     raise file_patterns.InputError(f"{path}: needs at least 2 different tags, found {sorted(tags)}")
@@ -58,48 +58,48 @@ class NerSpec(runner.FineTuningSpec):
   """Named-entity recognition: a tag for the first piece of every word."""
   example_unit = "windows"
 
-  def read_inputs(self, flag_values, bert_config):
-    needed = {"train": flag_values.do_train or not flag_values.labels,
-              "eval": flag_values.do_eval, "predict": flag_values.do_predict}
+  def read_inputs(self, config, bert_config):
+    needed = {"train": config.do_train or not config.labels,
+              "eval": config.do_eval, "predict": config.do_predict}
     splits = {}
     for split, is_needed in needed.items():
       if is_needed:
-        path = data_file(flag_values, split)
+        path = data_file(config, split)
         splits[split] = (path, *conll.read_sentences(path, require_tags=SPLIT_FILES[split][2]))
-    label_list = (label_list_from(flag_values, splits["train"][1], splits["train"][0])
-                  if "train" in splits else list(flag_values.labels))
+    label_list = (label_list_from(config, splits["train"][1], splits["train"][0])
+                  if "train" in splits else list(config.labels))
     return NerInputs(splits, label_list)
 
-  def label_list(self, flag_values, inputs):
+  def label_list(self, config, inputs):
     return inputs.label_list
 
-  def write_records(self, flag_values, inputs, tokenizer):
+  def write_records(self, config, inputs, tokenizer):
     records = {}
     for split, (path, sentences, _) in inputs.splits.items():
-      if split == "train" and not flag_values.do_train:
+      if split == "train" and not config.do_train:
         continue
-      windows = ner_features.make_windows(sentences, tokenizer, flag_values.max_seq_length,
-                                          flag_values.doc_context)
-      record_path = os.path.join(flag_values.output_dir, f"{split}.tf_record")
+      windows = ner_features.make_windows(sentences, tokenizer, config.max_seq_length,
+                                          config.doc_context)
+      record_path = os.path.join(config.output_dir, f"{split}.tf_record")
       ner_features.write_records(record_path, windows, sentences, tokenizer,
-                                 flag_values.max_seq_length, inputs.label_list)
+                                 config.max_seq_length, inputs.label_list)
       num_words = sum(len(s.words) for s in sentences)
       logging.info("%s: %d sentences, %d words -> %d windows in %s", path, len(sentences),
                    num_words, len(windows), record_path)
       records[split] = runner.RecordFile(record_path, len(windows), features=windows)
     return records
 
-  def feature_spec(self, flag_values, inputs, split):
-    return schemas.tagging_feature_spec(flag_values.max_seq_length)
+  def feature_spec(self, config, inputs, split):
+    return schemas.tagging_feature_spec(config.max_seq_length)
 
-  def sequence_features(self, flag_values, inputs):
-    return tuple(self.feature_spec(flag_values, inputs, "train"))
+  def sequence_features(self, config, inputs):
+    return tuple(self.feature_spec(config, inputs, "train"))
 
-  def make_task(self, flag_values, bert_config, inputs):
+  def make_task(self, config, bert_config, inputs):
     return tagging_task.TaggingTask(bert_config, len(inputs.label_list),
-                                    flag_values.max_seq_length)
+                                    config.max_seq_length)
 
-  def _tag(self, flag_values, inputs, run, split, batch_size, output_filename):
+  def _tag(self, config, inputs, run, split, batch_size, output_filename):
     """Predicts a split, writes its tagged copy; returns (sentences, predicted tags, loss)."""
     _, sentences, layout = inputs.splits[split]
     windows = run.records[split].features
@@ -107,35 +107,35 @@ class NerSpec(runner.FineTuningSpec):
     tags = ner_features.predicted_tags(windows, sentences, outputs["predicted_ids"],
                                        inputs.label_list)
     if run.trainer.is_chief:
-      conll.write_predictions(os.path.join(flag_values.output_dir, output_filename), sentences,
+      conll.write_predictions(os.path.join(config.output_dir, output_filename), sentences,
                               layout, tags)
     loss = float(np.sum(outputs["loss_sum"]) / max(np.sum(outputs["label_count"]), 1.0))
     return sentences, tags, loss
 
-  def evaluate(self, flag_values, inputs, run):
-    sentences, tags, loss = self._tag(flag_values, inputs, run, "eval",
-                                      flag_values.eval_batch_size, DEV_PREDICTIONS_FILENAME)
+  def evaluate(self, config, inputs, run):
+    sentences, tags, loss = self._tag(config, inputs, run, "eval",
+                                      config.eval_batch_size, DEV_PREDICTIONS_FILENAME)
     results = ner_metrics.score([s.tags for s in sentences], tags)
     return dict(results, eval_loss=loss)
 
-  def metric_names(self, flag_values, inputs):
+  def metric_names(self, config, inputs):
     return {*ner_metrics.POOLED_NAMES, "eval_loss"}
 
-  def default_metric(self, flag_values, inputs):
+  def default_metric(self, config, inputs):
     return "f1"
 
-  def predict(self, flag_values, inputs, run):
-    sentences, tags, _ = self._tag(flag_values, inputs, run, "predict",
-                                   flag_values.predict_batch_size, PREDICTIONS_FILENAME)
-    logging.info("wrote %s", os.path.join(flag_values.output_dir, PREDICTIONS_FILENAME))
+  def predict(self, config, inputs, run):
+    sentences, tags, _ = self._tag(config, inputs, run, "predict",
+                                   config.predict_batch_size, PREDICTIONS_FILENAME)
+    logging.info("wrote %s", os.path.join(config.output_dir, PREDICTIONS_FILENAME))
     if sentences[0].tags is not None and run.trainer.is_chief:
       results = ner_metrics.score([s.tags for s in sentences], tags)
-      engine.write_eval_results(os.path.join(flag_values.output_dir, PREDICT_RESULTS_FILENAME),
+      engine.write_eval_results(os.path.join(config.output_dir, PREDICT_RESULTS_FILENAME),
                                 results)
       logging.info("Predict file scores: precision %.4f, recall %.4f, f1 %.4f",
                    results["precision"], results["recall"], results["f1"])
 
-  def make_server(self, flag_values, inputs, model, with_text):
-    return tagger_server.TaggerServer(model, flag_values.vocab_file, flag_values.do_lower_case,
-                                      inputs.label_list, flag_values.max_seq_length,
+  def make_server(self, config, inputs, model, with_text):
+    return tagger_server.TaggerServer(model, config.vocab_file, config.do_lower_case,
+                                      inputs.label_list, config.max_seq_length,
                                       with_text=with_text)

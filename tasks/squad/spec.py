@@ -62,60 +62,45 @@ class SquadSpec(runner.FineTuningSpec):
   """Extractive question answering, SQuAD 1.1 or 2.0 (--version_2_with_negative)."""
   example_unit = "windows"
 
-  def check_flags(self, flag_values, bert_config):
-    if flag_values.do_train and not flag_values.train_file:
-      raise errors.UsageError("--do_train needs --train_file")
-    if flag_values.do_predict and not flag_values.predict_file:
-      raise errors.UsageError("--do_predict needs --predict_file")
-    model_inputs.check_segments(2, bert_config, flag_values.bert_config_file,
-                                "SQuAD packs question and context as two segments")
-    if flag_values.max_seq_length <= flag_values.max_query_length + 3:
-      raise errors.UsageError(
-          f"--max_seq_length={flag_values.max_seq_length} leaves no room for the context: it "
-          f"must be more than --max_query_length + 3 = {flag_values.max_query_length + 3}")
-    for name in ("doc_stride", "n_best_size", "max_answer_length"):
-      if flag_values[name].value <= 0:
-        raise errors.UsageError(f"--{name} must be positive, got {flag_values[name].value}")
-
-  def read_inputs(self, flag_values, bert_config):
+  def read_inputs(self, config, bert_config):
     inputs = SquadInputs()
-    if flag_values.do_train:
+    if config.do_train:
       inputs.train_examples, _ = squad_examples.read_examples(
-          flag_values.train_file, is_training=True,
-          version_2_with_negative=flag_values.version_2_with_negative)
+          config.train_file, is_training=True,
+          version_2_with_negative=config.version_2_with_negative)
       # Shuffled with the original's seed.
       random.Random(12345).shuffle(inputs.train_examples)
-    if flag_values.do_predict:
+    if config.do_predict:
       inputs.predict_examples, inputs.predict_articles = squad_examples.read_examples(
-          flag_values.predict_file, is_training=False,
-          version_2_with_negative=flag_values.version_2_with_negative)
+          config.predict_file, is_training=False,
+          version_2_with_negative=config.version_2_with_negative)
     return inputs
 
-  def write_records(self, flag_values, inputs, tokenizer):
+  def write_records(self, config, inputs, tokenizer):
     def convert(examples, is_training):
       return squad_features.convert_examples(
-          examples, tokenizer, flag_values.max_seq_length, flag_values.doc_stride,
-          flag_values.max_query_length, is_training)
+          examples, tokenizer, config.max_seq_length, config.doc_stride,
+          config.max_query_length, is_training)
 
     records = {}
-    if flag_values.do_train:
+    if config.do_train:
       examples = inputs.train_examples
-      if flag_values.verbose_logging:
+      if config.verbose_logging:
         log_windows(convert(examples[:_VERBOSE_EXAMPLES], True), examples)
-      path = os.path.join(flag_values.output_dir, "train.tf_record")
+      path = os.path.join(config.output_dir, "train.tf_record")
       num_windows = squad_features.write_records(path, convert(examples, True),
                                                  is_training=True)
-      logging.info("%s: %d questions -> %d windows in %s", flag_values.train_file,
+      logging.info("%s: %d questions -> %d windows in %s", config.train_file,
                    len(examples), num_windows, path)
       records["train"] = runner.RecordFile(path, num_windows)
-    if flag_values.do_predict:
+    if config.do_predict:
       examples = inputs.predict_examples
       features = list(convert(examples, False))
-      if flag_values.verbose_logging:
+      if config.verbose_logging:
         log_windows(features, examples)
-      path = os.path.join(flag_values.output_dir, "eval.tf_record")
+      path = os.path.join(config.output_dir, "eval.tf_record")
       squad_features.write_records(path, features, is_training=False)
-      logging.info("%s: %d questions -> %d windows in %s", flag_values.predict_file,
+      logging.info("%s: %d questions -> %d windows in %s", config.predict_file,
                    len(examples), len(features), path)
       records["predict"] = runner.RecordFile(path, len(features), features=features)
     return records
@@ -128,16 +113,16 @@ class SquadSpec(runner.FineTuningSpec):
     return (f"Training on {records['train'].num_rows} windows of {len(inputs.train_examples)} "
             "questions")
 
-  def feature_spec(self, flag_values, inputs, split):
-    return schemas.squad_feature_spec(flag_values.max_seq_length, is_training=split == "train")
+  def feature_spec(self, config, inputs, split):
+    return schemas.squad_feature_spec(config.max_seq_length, is_training=split == "train")
 
-  def make_task(self, flag_values, bert_config, inputs):
-    return squad_task.SquadTask(bert_config, flag_values.max_seq_length)
+  def make_task(self, config, bert_config, inputs):
+    return squad_task.SquadTask(bert_config, config.max_seq_length)
 
-  def _answer(self, flag_values, inputs, run):
+  def _answer(self, config, inputs, run):
     """`(predictions, nbest, null_odds)` of the --predict_file questions by the current model."""
     features = run.records["predict"].features
-    outputs, kept = run.predict("predict", flag_values.predict_batch_size,
+    outputs, kept = run.predict("predict", config.predict_batch_size,
                                 keep_features=("unique_ids",))
     logits_by_unique_id = {
         int(unique_id): (start, end) for unique_id, start, end in zip(
@@ -145,59 +130,59 @@ class SquadSpec(runner.FineTuningSpec):
             outputs["end_logits"].tolist())}
     return squad_postprocessing.predict_all(
         inputs.predict_examples, features, logits_by_unique_id,
-        n_best_size=flag_values.n_best_size, max_answer_length=flag_values.max_answer_length,
-        do_lower_case=flag_values.do_lower_case,
-        version_2_with_negative=flag_values.version_2_with_negative,
-        null_score_diff_threshold=flag_values.null_score_diff_threshold)
+        n_best_size=config.n_best_size, max_answer_length=config.max_answer_length,
+        do_lower_case=config.do_lower_case,
+        version_2_with_negative=config.version_2_with_negative,
+        null_score_diff_threshold=config.null_score_diff_threshold)
 
-  def _score(self, flag_values, inputs, predictions, null_odds):
+  def _score(self, config, inputs, predictions, null_odds):
     """The official SQuAD figures of `predictions`."""
     return squad_metrics.evaluate(inputs.predict_articles, predictions,
-                                  version_2=flag_values.version_2_with_negative,
+                                  version_2=config.version_2_with_negative,
                                   na_probs=null_odds or None)
 
-  def eval_data(self, flag_values, inputs):
+  def eval_data(self, config, inputs):
     """The --predict_file, when it has answers: SQuAD has no separate dev split."""
-    if flag_values.do_predict and has_answers(inputs.predict_articles):
+    if config.do_predict and has_answers(inputs.predict_articles):
       return "the --predict_file's answers"
     return None
 
-  def metric_names(self, flag_values, inputs):
+  def metric_names(self, config, inputs):
     return {"exact", "f1"}
 
-  def default_metric(self, flag_values, inputs):
+  def default_metric(self, config, inputs):
     return "f1"
 
-  def evaluate(self, flag_values, inputs, run):
-    predictions, _, null_odds = self._answer(flag_values, inputs, run)
+  def evaluate(self, config, inputs, run):
+    predictions, _, null_odds = self._answer(config, inputs, run)
     return {name: float(value) for name, value in
-            self._score(flag_values, inputs, predictions, null_odds).items()}
+            self._score(config, inputs, predictions, null_odds).items()}
 
-  def predict(self, flag_values, inputs, run):
+  def predict(self, config, inputs, run):
     """Answers the questions of --predict_file, writes the prediction files, scores them if the
     file has answers."""
-    predictions, nbest, null_odds = self._answer(flag_values, inputs, run)
+    predictions, nbest, null_odds = self._answer(config, inputs, run)
     if not run.trainer.is_chief:
       return
     written = {PREDICTIONS_FILENAME: predictions, NBEST_FILENAME: nbest}
-    if flag_values.version_2_with_negative:
+    if config.version_2_with_negative:
       written[NULL_ODDS_FILENAME] = null_odds
     for filename, value in written.items():
-      squad_postprocessing.write_json(os.path.join(flag_values.output_dir, filename), value)
-    logging.info("wrote %s to %s", ", ".join(written), flag_values.output_dir)
+      squad_postprocessing.write_json(os.path.join(config.output_dir, filename), value)
+    logging.info("wrote %s to %s", ", ".join(written), config.output_dir)
 
     if has_answers(inputs.predict_articles):
-      results = self._score(flag_values, inputs, predictions, null_odds)
+      results = self._score(config, inputs, predictions, null_odds)
       squad_postprocessing.write_json(
-          os.path.join(flag_values.output_dir, EVAL_RESULTS_JSON_FILENAME), results)
+          os.path.join(config.output_dir, EVAL_RESULTS_JSON_FILENAME), results)
       run.trainer.record_eval_results({name: float(value) for name, value in results.items()})
     else:
-      logging.info("%s has no answers: predictions not scored", flag_values.predict_file)
+      logging.info("%s has no answers: predictions not scored", config.predict_file)
 
-  def make_server(self, flag_values, inputs, model, with_text):
+  def make_server(self, config, inputs, model, with_text):
     return squad_server.SquadServer(
-        model, flag_values.vocab_file, flag_values.do_lower_case,
-        max_seq_length=flag_values.max_seq_length, max_query_length=flag_values.max_query_length,
-        max_answer_length=flag_values.max_answer_length, n_best_size=flag_values.n_best_size,
-        version_2_with_negative=flag_values.version_2_with_negative,
-        null_score_diff_threshold=flag_values.null_score_diff_threshold, with_text=with_text)
+        model, config.vocab_file, config.do_lower_case,
+        max_seq_length=config.max_seq_length, max_query_length=config.max_query_length,
+        max_answer_length=config.max_answer_length, n_best_size=config.n_best_size,
+        version_2_with_negative=config.version_2_with_negative,
+        null_score_diff_threshold=config.null_score_diff_threshold, with_text=with_text)

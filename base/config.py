@@ -1,0 +1,141 @@
+"""Typed run configs whose fields are the scripts' command-line flags.
+
+A run is a function of its config: a script defines its flags from the config class
+(`define_flags`), builds the config from the parsed flags (`from_flags`), checks it
+(`validate`, every check in one place) and runs it. A notebook or a test builds the same config
+directly, or from the words of a command line (`from_args`), without touching the process's
+global flags.
+
+Example:
+  >>> import dataclasses
+  >>> from base import config
+  >>> @dataclasses.dataclass(kw_only=True)
+  ... class GreetConfig(config.FlagConfig):
+  ...   name: str = config.flag("string", None, "Whom to greet.")
+  ...   times: int = config.flag("integer", 1, "How often.")
+  ...   REQUIRED = ("name",)
+  >>> GreetConfig.from_args("--name=bees", "--times=2")
+  GreetConfig(name='bees', times=2)
+"""
+
+import dataclasses
+import functools
+import sys
+
+from absl import flags
+
+from base import cli
+from base import errors
+
+_DEFINE = {
+    "string": flags.DEFINE_string,
+    "bool": flags.DEFINE_bool,
+    "integer": flags.DEFINE_integer,
+    "float": flags.DEFINE_float,
+    "list": flags.DEFINE_list,
+    "enum": flags.DEFINE_enum,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagSpec:
+  """How a config field is given on the command line.
+
+  Attributes:
+    kind: one of "string", "bool", "integer", "float", "list", "enum".
+    help: the flag's help text.
+    group: the title of its group in --help, or None for the script's own group.
+    enum_values: the choices of an "enum" flag.
+    aliases: other names of the flag (e.g. the original's `--iterations_per_loop`).
+  """
+  kind: str
+  help: str
+  group: str | None = None
+  enum_values: tuple = ()
+  aliases: tuple = ()
+
+
+def flag(kind, default, help, *, group=None, enum_values=(), aliases=()):  # pylint: disable=redefined-builtin
+  """A config field that is also the flag `--<field name>` (arguments as `FlagSpec`; `default`
+  is the field's and the flag's default)."""
+  if kind not in _DEFINE:
+    raise ValueError(f"unknown flag kind {kind!r}")
+  spec = FlagSpec(kind, help, group, tuple(enum_values), tuple(aliases))
+  return dataclasses.field(default=default, metadata={"flag": spec})
+
+
+def flag_group(title):
+  """`flag` with `group=title`: the fields it makes are listed under `title` in --help."""
+  return functools.partial(flag, group=title)
+
+
+@dataclasses.dataclass(kw_only=True)
+class FlagConfig:
+  """Base class of the run configs: a dataclass whose `flag` fields are the run's flags.
+
+  Subclasses list their required flags in `REQUIRED` (absl's own check at parse time) and
+  extend `validate`.
+
+  Attributes:
+    given_flags: the names of the flags given on the command line (`from_flags`), for the few
+      checks where a default and the same value written out differ; empty for a config built
+      in Python.
+  """
+  REQUIRED = ()
+  given_flags: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
+
+  @classmethod
+  def flag_fields(cls):
+    """The fields that are flags, in definition order."""
+    return [field for field in dataclasses.fields(cls) if "flag" in field.metadata]
+
+  @classmethod
+  def define_flags(cls, flag_values):
+    """Defines every field's flag (and its aliases) in `flag_values`, its --help group recorded
+    in `cli.HELP_GROUP_OF_FLAG`; the script's own flags are attributed to the main script."""
+    for field in cls.flag_fields():
+      spec = field.metadata["flag"]
+      arguments = {"flag_values": flag_values, "module_name": sys.argv[0]}
+      if spec.kind == "enum":
+        _DEFINE["enum"](field.name, field.default, list(spec.enum_values), spec.help, **arguments)
+      else:
+        _DEFINE[spec.kind](field.name, field.default, spec.help, **arguments)
+      for alias in spec.aliases:
+        flags.DEFINE_alias(alias, field.name, **arguments)
+      if spec.group is not None:
+        for name in (field.name,) + spec.aliases:
+          cli.HELP_GROUP_OF_FLAG[name] = spec.group
+    if cls.REQUIRED:
+      flags.mark_flags_as_required(cls.REQUIRED, flag_values=flag_values)
+
+  @classmethod
+  def from_flags(cls, flag_values):
+    """The config of parsed `flag_values` (in which `define_flags` defined the fields)."""
+    fields = cls.flag_fields()
+    return cls(**{field.name: flag_values[field.name].value for field in fields},
+               given_flags=frozenset(field.name for field in fields
+                                     if flag_values[field.name].present))
+
+  @classmethod
+  def from_args(cls, *args):
+    """The config of command-line words (`"--do_train"`, `"--output_dir=out"`), parsed as the
+    script parses them, in flags of its own (the process's `absl.flags.FLAGS` is not touched).
+
+    Raises:
+      errors.UsageError: an unknown flag, a bad value, or a required flag missing.
+    """
+    flag_values = flags.FlagValues()
+    cls.define_flags(flag_values)
+    try:
+      flag_values([cls.__name__, *map(str, args)])
+    except flags.Error as error:
+      raise errors.UsageError(str(error)) from None
+    return cls.from_flags(flag_values)
+
+  def replace(self, **changes):
+    """A copy with `changes` (field name -> value)."""
+    return dataclasses.replace(self, **changes)
+
+  def validate(self):
+    """Raises `errors.UserError` for the first value the run cannot use; subclasses extend it.
+    Nothing is written."""

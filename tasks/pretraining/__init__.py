@@ -1,0 +1,1 @@
+"""Pretraining as a task family: masked LM and next sentence prediction (see `runner.py`)."""
