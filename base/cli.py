@@ -69,7 +69,7 @@ def run(main, output_file_flags=(), pass_unknown_flags=False):
         output_locations.claim_output_dir("output_dir", flags.FLAGS.output_dir)
       return main(argv)
     except errors.UserError as error:
-      sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
+      sys.exit(error_line(sys.argv[0], error))
   app.run(main_with_clear_errors, flags_parser=functools.partial(
       _parse_flags_or_print_help, known_only=pass_unknown_flags))
 
@@ -86,8 +86,13 @@ def run_config(config_class, run):
     try:
       run(config_class.from_flags(flags.FLAGS))
     except errors.UserError as error:
-      sys.exit(f"{os.path.basename(sys.argv[0])}: error: {error}")
+      sys.exit(error_line(sys.argv[0], error))
   app.run(main, flags_parser=_parse_flags_or_print_help)
+
+
+def error_line(script, error):
+  """The one line a script prints for a `errors.UserError`: `<script>: error: <message>`."""
+  return f"{os.path.basename(script)}: error: {error}"
 
 
 def check_output_flags(flag_values, file_flags):

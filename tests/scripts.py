@@ -1,12 +1,44 @@
 """Running the project's command-line scripts in a child process, and reading what they write."""
 
+import contextlib
+import dataclasses
 import functools
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
 
+from base import cli
+from base import errors
+from tasks import runner as fine_tuning_runner_lib
+from tasks.classification.config import ClassificationConfig
+from tasks.multiple_choice.config import MultipleChoiceConfig
+from tasks.ner.config import NerConfig
+from tasks.pretraining import runner as pretraining_runner
+from tasks.pretraining.config import PretrainingConfig
+from tasks.squad.config import SquadConfig
 from tests.conftest import REPO_ROOT
+
+# script -> (its config class, its run function): what `run_in_process` calls.
+IN_PROCESS_RUNS = {
+    "run_classifier.py": (ClassificationConfig, fine_tuning_runner_lib.run),
+    "run_ner.py": (NerConfig, fine_tuning_runner_lib.run),
+    "run_squad.py": (SquadConfig, fine_tuning_runner_lib.run),
+    "run_multiple_choice.py": (MultipleChoiceConfig, fine_tuning_runner_lib.run),
+    "run_pretraining.py": (PretrainingConfig, pretraining_runner.run),
+}
+
+
+@dataclasses.dataclass
+class InProcessResult:
+  """What `run_in_process` saw, shaped as a `subprocess.CompletedProcess`: `returncode` 0 or 1,
+  `stderr` the run's log lines then the one-line error, and the run's own `result`."""
+  returncode: int
+  stderr: str
+  stdout: str = ""
+  result: object = None
 
 TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"
 
@@ -28,6 +60,32 @@ def run_script(script, *flags, timeout=None, root=REPO_ROOT):
   """
   return subprocess.run([sys.executable, str(root / script), *flags],
                         capture_output=True, text=True, cwd=root, timeout=timeout)
+
+
+def run_in_process(script, *flags):
+  """Runs a script's config in this process as its command line would: the config built from
+  `flags` (`FlagConfig.from_args`), then its run; a `UserError` becomes exit status 1 and the
+  script's one-line error, as `cli.run_config` prints it. Scripts without an in-process run
+  (not in `IN_PROCESS_RUNS`) start as a child process (`run_script`).
+
+  Returns:
+    an `InProcessResult` (or the child's `subprocess.CompletedProcess`).
+  """
+  if script not in IN_PROCESS_RUNS:
+    return run_script(script, *flags)
+  config_class, run = IN_PROCESS_RUNS[script]
+  logs = io.StringIO()
+  handler = logging.StreamHandler(logs)
+  root_logger = logging.getLogger()
+  root_logger.addHandler(handler)
+  try:
+    with contextlib.redirect_stdout(io.StringIO()) as stdout:
+      result = run(config_class.from_args(*flags))
+    return InProcessResult(0, logs.getvalue(), stdout.getvalue(), result)
+  except errors.UserError as error:
+    return InProcessResult(1, logs.getvalue() + cli.error_line(script, error) + "\n")
+  finally:
+    root_logger.removeHandler(handler)
 
 
 def run_toy_runner(*flags, timeout=120, **env):

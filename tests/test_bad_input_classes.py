@@ -3,7 +3,9 @@
 
 `SCRIPTS` lists every top-level script with the flags it needs to start and the flags that name its
 outputs; `test_every_script_is_listed` fails for a script missing there, so a new script is
-checked by every class below.
+checked by every class below. The scripts run in this process from their command-line words
+(`scripts.run_in_process`: the config parsed from the flags, then `run(config)`); each script's
+own test module runs it as a real process too.
 """
 
 import json
@@ -132,8 +134,8 @@ def test_an_output_location_that_cannot_be_written_fails_before_any_work(
     # mode bit is no obstacle).
     location = pathlib.Path("/proc/bert-output-test" + ("/out" if kind == "dir" else ".txt"))
     expected = "cannot create files in /proc"
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, write_config(),
-                                               {flag: str(location)}), timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, write_config(),
+                                               {flag: str(location)}))
   _assert_one_line_error(result, script, re.escape(f"--{flag}={location}: ") + re.escape(expected))
   assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
       ["a_file", "bert_config.json", "text.txt"])
@@ -146,8 +148,8 @@ def test_an_output_file_in_a_missing_directory_fails_before_any_work(model_files
   vocab_file, write_config = model_files
   flag = next(iter(SCRIPTS[script][1]))
   location = tmp_path / "missing" / "out.txt"
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, write_config(),
-                                               {flag: str(location)}), timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, write_config(),
+                                               {flag: str(location)}))
   _assert_one_line_error(result, script, re.escape(
       f"--{flag}={location}: directory {tmp_path / 'missing'} does not exist"))
 
@@ -157,9 +159,8 @@ def test_a_vocab_larger_than_the_config_fails_before_any_work(model_files, tmp_p
   vocab_file, write_config = model_files
   vocab_size = sum(1 for _ in open(vocab_file, encoding="utf-8"))
   config_file = write_config(vocab_size=vocab_size - 1)
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, config_file,
-                                               {"export_dir": str(tmp_path / "export")}),
-                              timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, config_file,
+                                               {"export_dir": str(tmp_path / "export")}))
   _assert_one_line_error(result, script, re.escape(
       f"--vocab_file={vocab_file} has {vocab_size} entries, more than vocab_size "
       f"{vocab_size - 1} of {config_file}"))
@@ -173,9 +174,9 @@ def test_max_seq_length_beyond_the_position_table_or_below_the_minimum_fails(
   vocab_file, write_config = model_files
   config_file = write_config(max_position_embeddings=64)
   for length, expected in ((65, "exceeds max_position_embeddings 64"), (2, "must be at least")):
-    result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, config_file,
+    result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, config_file,
                                                  {"export_dir": str(tmp_path / "export")},
-                                                 max_seq_length=length), timeout=120)
+                                                 max_seq_length=length))
     _assert_one_line_error(result, script, re.escape(f"--max_seq_length={length}") + ".*"
                            + re.escape(expected))
 
@@ -205,8 +206,8 @@ def test_two_segments_with_a_one_segment_config_fail_before_any_work(
     model_files, tmp_path, script, expected):
   vocab_file, write_config = model_files
   config_file = write_config(type_vocab_size=1)
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, config_file,
-                                               **_pair_inputs(script, tmp_path)), timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, config_file,
+                                               **_pair_inputs(script, tmp_path)))
   _assert_one_line_error(result, script, re.escape(expected) + ".*" + re.escape(
       f"type_vocab_size 1 of {config_file} allows 1 segment(s)"))
   assert not list((tmp_path / "out").glob("model.ckpt-*"))
@@ -221,8 +222,8 @@ def test_evaluating_without_training_or_weights_fails_before_any_work(model_file
                                                                       "dev.json")}
   if script != "run_squad.py":
     overrides.pop("predict_file")
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, write_config(),
-                                               **overrides), timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, write_config(),
+                                               **overrides))
   _assert_one_line_error(result, script, re.escape(
       f"--{action} without --do_train needs a checkpoint in --output_dir="))
 
@@ -239,8 +240,8 @@ def test_evaluating_without_training_or_weights_fails_before_any_work(model_file
 def test_a_flag_value_without_sense_fails_before_any_work(model_files, tmp_path, script, flag,
                                                           value, expected):
   vocab_file, write_config = model_files
-  result = scripts.run_script(script, *_flags(script, tmp_path, vocab_file, write_config(),
-                                               **{flag: value}), timeout=120)
+  result = scripts.run_in_process(script, *_flags(script, tmp_path, vocab_file, write_config(),
+                                               **{flag: value}))
   _assert_one_line_error(result, script, re.escape(expected))
 
 
@@ -264,7 +265,7 @@ def test_a_checkpoint_that_does_not_fit_the_config_fails_before_any_work(
   if script == "run_pretraining.py":
     records = pretraining_records.write_records(tmp_path / "records.tfrecord", max_id=50)
     flags += [f"--input_file={records}", "--max_predictions_per_seq=5"]
-  result = scripts.run_script(script, *flags, timeout=300)
+  result = scripts.run_in_process(script, *flags)
   _assert_one_line_error(result, script, re.escape(
       f"{deeper_checkpoint} does not fit {tmp_path / 'bert_config.json'}: the checkpoint has 3 "
       "encoder layers, the config 2"))
@@ -313,7 +314,7 @@ def test_undecodable_input_is_read_or_refused_in_one_line_by_every_reader(
   flags = _flags(script, tmp_path, vocab_file, config_file, **overrides)
   if script in FINE_TUNING_RUNNERS:
     flags += ["--num_train_epochs=1", "--train_batch_size=2"]
-  result = scripts.run_script(script, *flags, timeout=300)
+  result = scripts.run_in_process(script, *flags)
   if expected == "reads":
     assert result.returncode == 0, result.stderr[-3000:]
     assert "not valid UTF-8" in result.stderr or "undecodable" in result.stderr.lower() or (

@@ -82,3 +82,33 @@ def test_no_script_imports_another_script():
               for name in imported_modules(path.read_text())
               if name.split(".")[0] in SCRIPTS]
   assert not problems, "\n".join(problems)
+
+
+# The command-line entry, which parses the process's flags into a config; nothing else below the
+# scripts reads them.
+READS_GLOBAL_FLAGS = {"base/cli.py"}
+
+
+def global_flag_reads(source):
+  """The lines of `source` that name absl's global `FLAGS` (`flags.FLAGS`, or a bare `FLAGS`)."""
+  return sorted({node.lineno for node in ast.walk(ast.parse(source))
+                 if (isinstance(node, ast.Attribute) and node.attr == "FLAGS")
+                 or (isinstance(node, ast.Name) and node.id == "FLAGS")})
+
+
+def test_the_flag_checker_finds_global_flags():
+  assert global_flag_reads("from absl import flags\nx = flags.FLAGS.output_dir\n") == [2]
+  assert global_flag_reads("def f(flag_values=flags.FLAGS):\n  pass\n") == [1]
+  assert global_flag_reads("FLAGS = None\n") == [1]
+  assert global_flag_reads("def f(config):\n  return config.output_dir\n") == []
+
+
+def test_nothing_below_the_scripts_reads_global_flags():
+  problems = []
+  for package in PACKAGES:
+    for path in sorted((REPO_ROOT / package).rglob("*.py")):
+      relative = path.relative_to(REPO_ROOT).as_posix()
+      if relative not in READS_GLOBAL_FLAGS:
+        problems.extend(f"{relative}:{line}: reads absl's global FLAGS (take a config instead)"
+                        for line in global_flag_reads(path.read_text()))
+  assert not problems, "\n".join(problems)

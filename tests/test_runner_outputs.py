@@ -1,6 +1,9 @@
 """Each fine-tuning runner writes what its golden files say (`tests/golden/runner_outputs/`): a
 seeded tiny run's records (parsed), label list, eval results, predictions and export signatures
 (see `tests/golden_outputs.py`; `UPDATE_GOLDEN=1` rewrites them after an intended change).
+
+The runs are `run(config)` calls in this one process, one family after another, as a notebook
+makes them; the golden files were written by the scripts in processes of their own.
 """
 
 import pytest
@@ -36,11 +39,13 @@ RUNNERS = {
 @pytest.mark.parametrize("script", sorted(RUNNERS))
 def test_runner_writes_its_golden_files(tiny_model, tmp_path, script):
   vocab_file, config_file = tiny_model
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       script, *COMMON_FLAGS, *RUNNERS[script], f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'output'}",
-      f"--export_dir={tmp_path / 'export'}", timeout=600)
+      f"--export_dir={tmp_path / 'export'}")
   assert result.returncode == 0, result.stderr[-3000:]
+  assert result.result.export_path == str(tmp_path / "export" / "1")
+  assert result.result.metrics == golden_outputs.read_eval_results(tmp_path / "output")
   reduced = golden_outputs.reduce_run(tmp_path / "output", tmp_path / "export" / "1")
   golden_dir = golden_outputs.GOLDEN_DIR / "runner_outputs" / script.removesuffix(".py")
   if golden_outputs.updating():
