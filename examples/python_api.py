@@ -1,5 +1,5 @@
 """Fine-tune and evaluate from Python, then ask the export: the Python API on the files of
-`make demo` (run it after the demo, from the repository's root)."""
+`make demo` (run it after the demo, from the repository's root; the demo's last stage does)."""
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the export's tokenizer ops)

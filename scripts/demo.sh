@@ -339,3 +339,7 @@ if "$PYTHON" -c "import apache_beam" 2>/dev/null; then
 else
   echo "skipped: apache-beam is not installed (.venv/bin/pip install -r requirements-beam.txt)"
 fi
+
+stage "16. The same from Python: fine-tune a classifier and a tagger back to back in one process, ask the export (examples/python_api.py)"
+rm -rf "$DEMO_DIR/python_api"
+PYTHONPATH=. "$PYTHON" examples/python_api.py 2>"$DEMO_DIR/python_api.log" || { tail -5 "$DEMO_DIR/python_api.log"; exit 1; }
