@@ -74,20 +74,30 @@ def run(main, output_file_flags=(), pass_unknown_flags=False):
       _parse_flags_or_print_help, known_only=pass_unknown_flags))
 
 
-def run_config(config_class, run):
+def run_config(config_class, run, unknown_args_field=None):
   """The entry point of a script whose run is a function of a typed config
   (`base.config.FlagConfig`): its flags defined from `config_class`, parsed as `run` parses
   them (grouped --help, one-line errors), the config built from them and passed to `run`, which
-  validates it and claims its outputs."""
+  validates it and claims its outputs.
+
+  With `unknown_args_field` (the name of a field of `config_class` that is not a flag), the
+  words of flags the script does not define are not an error here, as `run`'s
+  `pass_unknown_flags`: the config gets them, a tuple, in that field, for another parser
+  (Apache Beam's pipeline options) that the config's `validate` must make reject what it does
+  not know either.
+  """
   config_class.define_flags(flags.FLAGS)
 
   def main(argv):
-    del argv
     try:
-      run(config_class.from_flags(flags.FLAGS))
+      config = config_class.from_flags(flags.FLAGS)
+      if unknown_args_field is not None:
+        config = config.replace(**{unknown_args_field: tuple(argv[1:])})
+      run(config)
     except errors.UserError as error:
       sys.exit(error_line(sys.argv[0], error))
-  app.run(main, flags_parser=_parse_flags_or_print_help)
+  app.run(main, flags_parser=functools.partial(
+      _parse_flags_or_print_help, known_only=unknown_args_field is not None))
 
 
 def error_line(script, error):

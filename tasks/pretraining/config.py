@@ -1,11 +1,15 @@
-"""`run_pretraining.py`'s config: the engine's fields plus the records, the model and the
-schedule."""
+"""The configs of pretraining: `run_pretraining.py`'s (`PretrainingConfig`: the engine's fields
+plus the records, the model and the schedule) and `create_pretraining_data.py`'s
+(`PretrainingDataConfig`: the text, the vocab and how instances are made)."""
 
 import dataclasses
+import os
 
 from base import config
 from base import errors
 from base import output_locations
+from data import file_patterns
+from data import tokenization
 from modeling import bert_config as bert_config_lib
 from training import config as training_config
 from training import model_inputs
@@ -84,3 +88,147 @@ class PretrainingConfig(training_config.InputCompressionConfig, training_config.
         raise errors.UsageError(
             "--eval_every_steps evaluates while training: it needs --do_train")
     super().validate()
+
+
+@dataclasses.dataclass(kw_only=True)
+class PretrainingDataConfig(config.FlagConfig):
+  """Masked-LM / next-sentence pretraining records made from text with one sentence per line
+  and a blank line between documents (see the flags' help), by local processes or, with
+  `pipeline_args`, by an Apache Beam pipeline.
+
+  Attributes:
+    pipeline_args: Apache Beam's pipeline options (`"--runner=DirectRunner"`, ...): the words
+      of the command line that are not this script's flags; empty for the local path.
+
+  Example:
+    >>> from tasks.pretraining.config import PretrainingDataConfig
+    >>> _ = open("corpus.txt", "w").write("Hello, world!\\nHello!\\n\\nWorld, hello!\\n")
+    >>> data_config = PretrainingDataConfig(input_file="corpus.txt", vocab_file="vocab.txt",
+    ...                                     output_file="part.tfrecord", num_output_shards=2,
+    ...                                     max_seq_length=16, max_predictions_per_seq=3)
+    >>> data_config.validate()
+    >>> data_config.output_paths()
+    ['part.tfrecord-00000-of-00002', 'part.tfrecord-00001-of-00002']
+  """
+  REQUIRED = ("input_file", "output_file", "vocab_file")
+
+  input_file: str | None = config.flag(
+      "string", None, "Input raw text file (or comma-separated list of files or globs).")
+  output_file: str | None = config.flag(
+      "string", None, "Output TF example file (or comma-separated list of files); with "
+      "--num_output_shards, the prefix of the shard names.")
+  vocab_file: str | None = config.flag(
+      "string", None, "The vocabulary file that the BERT model was trained on.")
+  do_lower_case: bool = config.flag("bool", True, "Whether to lower case the input text.")
+  do_whole_word_mask: bool = config.flag(
+      "bool", False, "Whether to use whole word masking rather than per-WordPiece masking.")
+  max_seq_length: int = config.flag("integer", 128, "Maximum sequence length.")
+  max_predictions_per_seq: int = config.flag(
+      "integer", 20, "Maximum number of masked LM predictions per sequence.")
+  random_seed: int = config.flag("integer", 12345, "Random seed for data generation.")
+  dupe_factor: int = config.flag(
+      "integer", 10, "Number of times to duplicate the input data (with different masks).")
+  masked_lm_prob: float = config.flag("float", 0.15, "Masked LM probability.")
+  short_seq_prob: float = config.flag(
+      "float", 0.1, "Probability of creating sequences which are shorter than the maximum length.")
+  num_workers: int = config.flag(
+      "integer", os.cpu_count() or 1, "Processes making shards (default: all cores); with more "
+      "than one, this process only reads the input and writes the output. The output does not "
+      "depend on it.")
+  num_output_shards: int | None = config.flag(
+      "integer", None, "Write <output_file>-NNNNN-of-MMMMM files instead of the listed outputs.")
+  shard_documents: int = config.flag(
+      "integer", 10000, "Documents per input shard: the unit of work and memory, and the pool "
+      "the random next sentences are drawn from.")
+  original_random_stream: bool = config.flag(
+      "bool", False, "Mask with the original's random.Random calls, one instance at a time: "
+      "reproduces the original's instances for a seed (within a shard), several times slower. "
+      "By default a shard is masked at once with NumPy: the same distribution, not the same "
+      "instances.")
+  pack_sequences: bool = config.flag(
+      "bool", False, "Pack up to --max_sequences_per_pack instances into each record, back to "
+      "back in one max_seq_length row instead of one padded instance per record (fewer "
+      "records, less padding; the instances themselves are unchanged). The records add "
+      "position_ids, instance_ids and per-instance next-sentence features; run_pretraining.py "
+      "reads them.")
+  max_sequences_per_pack: int = config.flag(
+      "integer", 3, "With --pack_sequences, the most instances of one record.")
+  gzip: bool = config.flag(
+      "bool", False, "Compress the output with GZIP (read with --input_compression=gzip).")
+
+  pipeline_args: tuple = ()
+
+  def output_paths(self):
+    """The output files: the comma-separated list, or the shard names of --num_output_shards."""
+    if self.num_output_shards is None:
+      return [path.strip() for path in self.output_file.split(",") if path.strip()]
+    count = self.num_output_shards
+    return [f"{self.output_file}-{index:05d}-of-{count:05d}" for index in range(count)]
+
+  def input_paths(self):
+    """The input files of --input_file's globs, each checked to be a readable file
+    (`file_patterns.InputError` otherwise)."""
+    inputs = file_patterns.expand_globs(self.input_file, "input_file")
+    file_patterns.check_readable(inputs, "input_file")
+    return inputs
+
+  def beam_options(self):
+    """Beam's `PipelineOptions` of `pipeline_args`, or None for the local path (no flag among
+    them).
+
+    Raises:
+      errors.UsageError: Apache Beam is not installed, or an argument that Beam does not know
+        either.
+    """
+    args = list(self.pipeline_args)
+    if not [arg for arg in args if arg.startswith("-")]:
+      return None
+    try:
+      from data import beam_pretraining_data  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      raise errors.UsageError(
+          f"{args[0]}: not a flag of this script; Apache Beam's pipeline options (--runner=...) "
+          "need apache-beam: pip install -r requirements-beam.txt") from None
+    return beam_pretraining_data.pipeline_options_from_args(args)
+
+  def validate(self):
+    """Every check before the first document is read: the output files, Beam's options, the
+    flags' sense, the input files and the vocab.
+
+    Raises:
+      errors.UserError: the first problem found (its message names the flag or file).
+    """
+    for path in self.output_file.split(","):
+      if path.strip():
+        output_locations.check_output_file("output_file", path.strip())
+    self.beam_options()
+    self.check_flags()
+    if not self.output_paths():
+      raise errors.UsageError("--output_file is empty")
+    self.input_paths()
+    tokenization.load_vocab(self.vocab_file)
+    super().validate()
+
+  def check_flags(self):
+    """Raises errors.UsageError naming the first flag that cannot work."""
+    if self.max_seq_length < 5:
+      raise errors.UsageError(f"--max_seq_length={self.max_seq_length}: must be at least 5 "
+                              "([CLS] A [SEP] B [SEP] with one token each)")
+    if not 0.0 < self.masked_lm_prob <= 1.0:
+      raise errors.UsageError(f"--masked_lm_prob={self.masked_lm_prob}: must be in (0, 1]")
+    if not 0.0 <= self.short_seq_prob <= 1.0:
+      raise errors.UsageError(f"--short_seq_prob={self.short_seq_prob}: must be in [0, 1]")
+    for name in ("dupe_factor", "max_predictions_per_seq", "num_workers", "shard_documents",
+                 "max_sequences_per_pack"):
+      if getattr(self, name) < 1:
+        raise errors.UsageError(f"--{name}={getattr(self, name)}: must be at least 1")
+    if self.num_output_shards is not None and self.num_output_shards < 1:
+      raise errors.UsageError(
+          f"--num_output_shards={self.num_output_shards}: must be at least 1")
+    # The original silently capped full-length sequences below masked_lm_prob.
+    needed = int(round(self.max_seq_length * self.masked_lm_prob))
+    if self.max_predictions_per_seq < needed:
+      raise errors.UsageError(
+          f"--max_predictions_per_seq={self.max_predictions_per_seq} is smaller than "
+          f"round(max_seq_length * masked_lm_prob) = {needed}: full-length sequences would mask "
+          f"less than --masked_lm_prob={self.masked_lm_prob} of their tokens")
