@@ -47,20 +47,25 @@ class FlagSpec:
     group: the title of its group in --help, or None for the script's own group.
     enum_values: the choices of an "enum" flag.
     aliases: other names of the flag (e.g. the original's `--iterations_per_loop`).
+    lower_bound: the least value of an "integer" flag (absl checks it at parse time, and
+      `FlagConfig.validate` in a config built in Python), or None.
   """
   kind: str
   help: str
   group: str | None = None
   enum_values: tuple = ()
   aliases: tuple = ()
+  lower_bound: int | None = None
 
 
-def flag(kind, default, help, *, group=None, enum_values=(), aliases=()):  # pylint: disable=redefined-builtin
+def flag(kind, default, help, *, group=None, enum_values=(), aliases=(), lower_bound=None):  # pylint: disable=redefined-builtin
   """A config field that is also the flag `--<field name>` (arguments as `FlagSpec`; `default`
   is the field's and the flag's default)."""
   if kind not in _DEFINE:
     raise ValueError(f"unknown flag kind {kind!r}")
-  spec = FlagSpec(kind, help, group, tuple(enum_values), tuple(aliases))
+  if lower_bound is not None and kind != "integer":
+    raise ValueError(f"lower_bound is for integer flags, not {kind!r}")
+  spec = FlagSpec(kind, help, group, tuple(enum_values), tuple(aliases), lower_bound)
   return dataclasses.field(default=default, metadata={"flag": spec})
 
 
@@ -98,6 +103,9 @@ class FlagConfig:
       arguments = {"flag_values": flag_values, "module_name": sys.argv[0]}
       if spec.kind == "enum":
         _DEFINE["enum"](field.name, field.default, list(spec.enum_values), spec.help, **arguments)
+      elif spec.lower_bound is not None:
+        _DEFINE[spec.kind](field.name, field.default, spec.help, lower_bound=spec.lower_bound,
+                           **arguments)
       else:
         _DEFINE[spec.kind](field.name, field.default, spec.help, **arguments)
       for alias in spec.aliases:
@@ -138,4 +146,10 @@ class FlagConfig:
 
   def validate(self):
     """Raises `errors.UserError` for the first value the run cannot use; subclasses extend it.
-    Nothing is written."""
+    Nothing is written. Here: the flags' lower bounds (which the command line's parser checks
+    already)."""
+    for field in self.flag_fields():
+      bound = field.metadata["flag"].lower_bound
+      value = getattr(self, field.name)
+      if bound is not None and value is not None and value < bound:
+        raise errors.UsageError(f"--{field.name}={value}: must be at least {bound}")

@@ -1,0 +1,1 @@
+"""Learning a WordPiece vocabulary from text (see `runner.py`)."""
