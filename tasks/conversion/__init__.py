@@ -1,0 +1,2 @@
+"""Converting BERT weights between the original layout and HuggingFace, keras-hub, TF Model
+Garden and TF Hub (see `runner.py`)."""
