@@ -15,17 +15,18 @@ model_files = dict(vocab_file="demo_output/vocab.txt",
 
 classifier = runner.run(ClassificationConfig(
     task_name="tsv", data_dir="samples/classification", do_train=True, do_eval=True,
-    train_batch_size=8, num_train_epochs=3, learning_rate=5e-4,
+    train_batch_size=8, num_train_epochs=10, learning_rate=5e-4,
     output_dir="demo_output/python_api/classifier", export_dir="demo_output/python_api/export",
     **model_files))
 print(f"classifier: eval_accuracy {classifier.metrics['eval_accuracy']:.3f}")
 
 tagger = runner.run(NerConfig(
     data_dir="samples/ner", do_train=True, do_eval=True, train_batch_size=8,
-    num_train_epochs=3, learning_rate=5e-4, output_dir="demo_output/python_api/ner",
+    num_train_epochs=20, learning_rate=1e-3, output_dir="demo_output/python_api/ner",
     **model_files))
 print(f"tagger: f1 {tagger.metrics['f1']:.3f}")
 
 export = tf.saved_model.load(classifier.export_path)
-answer = export.signatures["serving_default"](text_a=tf.constant(["The bees left the hive."]))
+answer = export.signatures["serving_default"](
+    text_a=tf.constant(["The river runs fast after the snow melts."]))
 print("export:", answer["label"].numpy()[0].decode(), answer["probabilities"].numpy()[0].round(3))
