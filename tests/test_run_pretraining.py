@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -37,13 +38,22 @@ def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
   return scripts.run_script("run_pretraining.py", *flags)
 
 
-def test_losses_fall_and_checkpoints_carry_the_original_names(tmp_path):
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  """40 steps of TINY_CONFIG, checkpoints at 20 and 40: (directory holding `out`, the result).
+  Tests that write into `out` copy it first."""
+  tmp_path = tmp_path_factory.mktemp("trained")
   # Gradient accumulation on: it exercises the micro-batch loop on a BERT-sized graph.
   result = run_pretraining(tmp_path, "--do_train", "--do_eval", "--num_train_steps=40",
                            "--gradient_accumulation_steps=2",
                            "--log_every_steps=10", "--save_checkpoints_steps=20",
                            "--max_eval_steps=4")
   assert result.returncode == 0, result.stderr
+  return tmp_path, result
+
+
+def test_losses_fall_and_checkpoints_carry_the_original_names(trained):
+  tmp_path, result = trained
   losses = [float(line.split("loss = ")[1].split(",")[0])
             for line in result.stderr.splitlines() if "] step " in line]
   # Lines after the first step, at steps 10, 20, 30 and 40.
@@ -189,12 +199,11 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
     ({"num_hidden_layers": 1}, "num_hidden_layers 2 there, 1 now"),
     ({"hidden_act": "relu"}, "hidden_act 'gelu' there, 'relu' now"),
 ])
-def test_resuming_with_another_config_is_refused(tmp_path, change, expected):
-  first = run_pretraining(tmp_path, "--do_train", "--num_train_steps=2")
-  assert first.returncode == 0, first.stderr[-3000:]
+def test_resuming_with_another_config_is_refused(trained, tmp_path, change, expected):
+  shutil.copytree(trained[0] / "out", tmp_path / "out")
   recorded = json.loads((tmp_path / "out" / "bert_config.json").read_text())
   assert recorded["num_hidden_layers"] == 2 and recorded["hidden_act"] == "gelu"
-  resumed = run_pretraining(tmp_path, "--do_train", "--num_train_steps=4",
+  resumed = run_pretraining(tmp_path, "--do_train", "--num_train_steps=44",
                             config=dict(TINY_CONFIG, **change))
   assert resumed.returncode == 1
   last_line = resumed.stderr.strip().splitlines()[-1]
@@ -202,27 +211,27 @@ def test_resuming_with_another_config_is_refused(tmp_path, change, expected):
                               ", the config of the run"), last_line
   assert expected in last_line
   assert sorted(p.name for p in (tmp_path / "out").glob("model.ckpt-*.index")) == [
-      "model.ckpt-2.index"]
+      "model.ckpt-20.index", "model.ckpt-40.index"]
 
 
-def test_a_checkpoint_of_another_depth_is_refused_unless_a_partial_start_is_asked(tmp_path):
-  deep = tmp_path / "deep"
-  deep.mkdir()
-  result = run_pretraining(deep, "--do_train", "--num_train_steps=1",
-                           config=dict(TINY_CONFIG, num_hidden_layers=3))
-  assert result.returncode == 0, result.stderr[-3000:]
-  # The recorded config is the deep one: the warm start below reads the checkpoint alone.
+def test_a_checkpoint_of_another_depth_is_refused_unless_a_partial_start_is_asked(trained,
+                                                                                  tmp_path):
+  # The trained run has 2 layers; the config here 1. Its directory holds its own (2-layer)
+  # bert_config.json: the warm start below reads the checkpoint alone.
+  deep = trained[0] / "out"
+  shallow = dict(TINY_CONFIG, num_hidden_layers=1)
   refused = run_pretraining(tmp_path, "--do_train", "--num_train_steps=1",
-                            f"--init_checkpoint={deep / 'out'}")
+                            f"--init_checkpoint={deep}", config=shallow)
   assert refused.returncode == 1
   assert refused.stderr.strip().splitlines()[-1].endswith(
-      f"does not fit {tmp_path / 'bert_config.json'}: the checkpoint has 3 encoder layers, the "
-      "config 2")
+      f"does not fit {tmp_path / 'bert_config.json'}: the checkpoint has 2 encoder layers, the "
+      "config 1")
   assert not list((tmp_path / "out").glob("model.ckpt-*"))
   partial = run_pretraining(tmp_path, "--do_train", "--num_train_steps=1",
-                            f"--init_checkpoint={deep / 'out'}", "--partial_init_checkpoint")
+                            f"--init_checkpoint={deep}", "--partial_init_checkpoint",
+                            config=shallow)
   assert partial.returncode == 0, partial.stderr[-3000:]
-  assert "checkpoint tensors not used: bert/encoder/layer_2/*" in partial.stderr
+  assert "checkpoint tensors not used: bert/encoder/layer_1/*" in partial.stderr
 
 
 def test_evaluation_while_pretraining_on_a_held_out_file(tmp_path):
@@ -252,15 +261,22 @@ def create_sample_records(tmp_path, sample_vocab, name, max_seq_length, max_pred
   return records
 
 
+@pytest.fixture(scope="module")
+def packed_records(sample_vocab, tmp_path_factory):
+  """The sample corpus packed at max_seq_length 64, 10 predictions (rows of up to 3 instances)."""
+  return create_sample_records(tmp_path_factory.mktemp("packed"), sample_vocab, "packed", 64, 10,
+                               "--pack_sequences")
+
+
 def test_two_phases_short_unpacked_then_long_packed_from_the_phase_one_checkpoint(
-    tmp_path, sample_vocab):
+    tmp_path, sample_vocab, packed_records):
   """The original's recipe: most steps at 128, the rest at 512 from the phase-1 checkpoint with a
   fresh optimizer and schedule; here 32 then 64, phase 2 on packed records, evaluated on
   unpacked ones (mixed precision, XLA and gradient accumulation on in phase 2)."""
   vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
   config = dict(TINY_CONFIG, vocab_size=vocab_size)
   phase_1 = create_sample_records(tmp_path, sample_vocab, "phase1", 32, 5)
-  packed = create_sample_records(tmp_path, sample_vocab, "phase2", 64, 10, "--pack_sequences")
+  packed = packed_records
   unpacked = create_sample_records(tmp_path, sample_vocab, "phase2_eval", 64, 10)
   first = run_pretraining(tmp_path, "--do_train", "--num_train_steps=8", "--seed=0",
                           config=config, records=phase_1)
@@ -299,9 +315,9 @@ def test_two_phases_short_unpacked_then_long_packed_from_the_phase_one_checkpoin
                                     "masked_lm_positions for packs of up to 3 instances), but "
                                     "--max_predictions_per_seq=5"),
 ])
-def test_packed_records_of_another_shape_fail_before_the_first_step(tmp_path, sample_vocab, flag,
-                                                                   expected):
-  packed = create_sample_records(tmp_path, sample_vocab, "packed", 64, 10, "--pack_sequences")
+def test_packed_records_of_another_shape_fail_before_the_first_step(tmp_path, sample_vocab,
+                                                                   packed_records, flag, expected):
+  packed = packed_records
   vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
   result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=2", "--max_seq_length=64",
                            "--max_predictions_per_seq=10", flag,
