@@ -55,12 +55,12 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (the export's ops)
 
 from benchmarks import model_step  # pylint: disable=g-import-not-at-top
-from data import label_kinds  # pylint: disable=g-import-not-at-top
 from modeling import checkpoint_io  # pylint: disable=g-import-not-at-top
 from modeling import classifier_model  # pylint: disable=g-import-not-at-top
 from modeling import hf_conversion  # pylint: disable=g-import-not-at-top
-from tasks.classification import server as classifier_server  # pylint: disable=g-import-not-at-top
 from serving import saved_model_export  # pylint: disable=g-import-not-at-top
+from tasks import classifier  # pylint: disable=g-import-not-at-top
+from tasks.classification import server as classifier_server  # pylint: disable=g-import-not-at-top
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 LABELS = ("0", "1")
@@ -135,7 +135,7 @@ def export_same_weights(hf_model, vocab_file, work_dir):
   if report["missing"]:
     raise RuntimeError(f"conversion left out {report['missing']}")
   server = classifier_server.ClassifierServer(
-      model, vocab_file, True, LABELS, label_kinds.CLASSIFICATION,
+      model, vocab_file, True, LABELS, classifier.CLASSIFICATION,
       FLAGS.max_seq_length, has_pairs=False)
   return saved_model_export.export(server, str(work_dir / "export"), server.signatures(), 1)
 

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from tasks.classification import features as classifier_features
-from tasks.classification import processors as classifier_processors
 from data import delimited_files
 from data import file_patterns
-from data import label_kinds
 from data import tokenization
+from tasks import classifier
+from tasks.classification import features as classifier_features
+from tasks.classification import processors as classifier_processors
 from tests.conftest import SAMPLES_DIR
 
 
@@ -40,7 +40,7 @@ def test_stsb_labels_are_floats(shared_data, tmp_path):
   processor = classifier_processors.glue_processors()["sts-b"]
   train, dev = processor.get_train_examples(data_dir), processor.get_dev_examples(data_dir)
   assert (len(train), len(dev)) == (5749, 1500)
-  assert processor.kind == label_kinds.REGRESSION and processor.get_labels() == []
+  assert processor.kind == classifier.REGRESSION and processor.get_labels() == []
   assert train[0].text_a == "A plane is taking off." and train[0].label == 5.0
   assert all(isinstance(e.label, float) and 0.0 <= e.label <= 5.0 for e in train + dev)
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from training import classification_metrics
+from tasks import classifier
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -85,6 +85,6 @@ def test_minilm_mean_pooling_equals_huggingface_and_ranks_stsb(minilm_dir, minil
   half = len(stsb_dev)
   cosine = np.sum(normalized[:half] * normalized[half:], axis=1)
   gold = np.array([float(row["score"]) for row in stsb_dev])
-  spearman = classification_metrics.spearman(cosine, gold, np.ones(half))
+  spearman = classifier.spearman(cosine, gold, np.ones(half))
   print(f"STS-B dev ({half} pairs): Spearman of cosine similarity {spearman:.4f}")
   assert spearman >= 0.8

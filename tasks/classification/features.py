@@ -10,10 +10,10 @@ and no metric counts the padding (the original did so on TPU only).
 import tensorflow as tf
 
 from data import file_patterns
-from data import label_kinds
 from data import record_files
 from data import schemas
 from data import sequence_pairs
+from tasks import classifier
 
 
 def label_feature(example, kind, label_to_index):
@@ -28,9 +28,9 @@ def label_feature(example, kind, label_to_index):
   Raises:
     file_patterns.InputError: a label not in the label list, naming the file and line.
   """
-  if kind == label_kinds.REGRESSION:
+  if kind == classifier.REGRESSION:
     return schemas.float_feature([example.label if example.label is not None else 0.0])
-  labels = example.label if kind == label_kinds.MULTI_LABEL else [example.label]
+  labels = example.label if kind == classifier.MULTI_LABEL else [example.label]
   indices = []
   for label in labels or ():
     if label is None:
@@ -40,7 +40,7 @@ def label_feature(example, kind, label_to_index):
     else:
       raise file_patterns.InputError(
           f"{example.source}: label {label!r} is not in the label list {list(label_to_index)}")
-  if kind == label_kinds.MULTI_LABEL:
+  if kind == classifier.MULTI_LABEL:
     multi_hot = [0] * len(label_to_index)
     for index in indices:
       multi_hot[index] = 1
@@ -64,9 +64,9 @@ def to_tf_example(example, tokenizer, max_seq_length, kind, label_to_index):
 
 def padding_tf_example(max_seq_length, kind, num_labels):
   """An all-zero row with `is_real_example = 0` (the original's `PaddingInputExample`)."""
-  if kind == label_kinds.REGRESSION:
+  if kind == classifier.REGRESSION:
     label = schemas.float_feature([0.0])
-  elif kind == label_kinds.MULTI_LABEL:
+  elif kind == classifier.MULTI_LABEL:
     label = schemas.int64_feature([0] * num_labels)
   else:
     label = schemas.int64_feature([0])
@@ -78,9 +78,9 @@ def padding_tf_example(max_seq_length, kind, num_labels):
 
 def feature_spec(max_seq_length, kind, num_labels):
   """The parsing spec of the records `write_records` writes for a task of this kind."""
-  if kind == label_kinds.REGRESSION:
+  if kind == classifier.REGRESSION:
     return schemas.classifier_feature_spec(max_seq_length, label_dtype=tf.float32)
-  if kind == label_kinds.MULTI_LABEL:
+  if kind == classifier.MULTI_LABEL:
     return schemas.classifier_feature_spec(max_seq_length, num_label_values=num_labels)
   return schemas.classifier_feature_spec(max_seq_length)
 

@@ -14,7 +14,7 @@ import os
 
 from data import delimited_files
 from data import file_patterns
-from data import label_kinds
+from tasks import classifier
 
 
 
@@ -69,12 +69,12 @@ class DataProcessor:
 
   Attributes:
     name: the `--task_name`.
-    kind: a `data.label_kinds` kind.
+    kind: a `tasks.classifier` kind.
     metrics: names of the task's metrics beyond those every task of its kind gets (see
-      `training.classification_metrics.compute`).
+      `tasks.classifier.compute`).
   """
 
-  kind = label_kinds.CLASSIFICATION
+  kind = classifier.CLASSIFICATION
   metrics = ()
 
   def __init__(self, name, labels, train, dev, test=None, label_map=None, metrics=None,
@@ -138,7 +138,7 @@ class DataProcessor:
 
   def _parse_label(self, text, path, line_number):
     label = self._label_map.get(text, text)
-    if self.kind == label_kinds.REGRESSION:
+    if self.kind == classifier.REGRESSION:
       try:
         return float(label)
       except ValueError:
@@ -212,7 +212,7 @@ def glue_processors(xnli_language="zh"):
           dev=Layout("dev.tsv", text_a=1, text_b=2, label=-1, guid=0),
           test=Layout("test.tsv", text_a=1, text_b=2, guid=0)),
       "sts-b": DataProcessor(
-          "sts-b", [], kind=label_kinds.REGRESSION, metrics=("pearson", "spearman"),
+          "sts-b", [], kind=classifier.REGRESSION, metrics=("pearson", "spearman"),
           train=Layout("train.tsv", text_a=7, text_b=8, label=-1, guid=0),
           dev=Layout("dev.tsv", text_a=7, text_b=8, label=-1, guid=0),
           test=Layout("test.tsv", text_a=7, text_b=8, guid=0)),
@@ -249,8 +249,8 @@ class GenericProcessor:
     self.has_header = has_header
     self._labels = list(labels) if labels else None
     self.label_separator = label_separator
-    self.kind = (label_kinds.REGRESSION if regression else
-                 label_kinds.MULTI_LABEL if multi_label else label_kinds.CLASSIFICATION)
+    self.kind = (classifier.REGRESSION if regression else
+                 classifier.MULTI_LABEL if multi_label else classifier.CLASSIFICATION)
     self.metrics = ("pearson", "spearman") if regression else ()
 
   @property
@@ -260,7 +260,7 @@ class GenericProcessor:
 
   def get_labels(self):
     """The given label list, else the sorted labels of the training file (read once)."""
-    if self.kind == label_kinds.REGRESSION:
+    if self.kind == classifier.REGRESSION:
       return []
     if self._labels is None:
       raise ValueError("labels are inferred from the training file: call get_train_examples "
@@ -269,10 +269,10 @@ class GenericProcessor:
 
   def infer_labels(self, train_examples):
     """Sets the label list from the training examples when none was given."""
-    if self._labels is None and self.kind != label_kinds.REGRESSION:
+    if self._labels is None and self.kind != classifier.REGRESSION:
       found = set()
       for example in train_examples:
-        found.update(example.label if self.kind == label_kinds.MULTI_LABEL else [example.label])
+        found.update(example.label if self.kind == classifier.MULTI_LABEL else [example.label])
       self._labels = sorted(found)
 
   def get_train_examples(self, data_dir):
@@ -325,13 +325,13 @@ class GenericProcessor:
     return examples
 
   def _parse_label(self, text, path, line_number):
-    if self.kind == label_kinds.REGRESSION:
+    if self.kind == classifier.REGRESSION:
       try:
         return float(text)
       except ValueError:
         raise file_patterns.InputError(
             f"{path}:{line_number}: label {text!r} is not a number") from None
-    if self.kind == label_kinds.MULTI_LABEL:
+    if self.kind == classifier.MULTI_LABEL:
       return tuple(sorted({part.strip() for part in text.split(self.label_separator)
                            if part.strip()}))
     return text

@@ -3,8 +3,8 @@
 import tensorflow as tf
 
 from data import graph_packing
-from data import label_kinds
 from serving import servable
+from tasks import classifier
 
 
 class ClassifierServer(servable.Servable):
@@ -33,7 +33,7 @@ class ClassifierServer(servable.Servable):
       a SavedModel without tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
 
   Usage:
-    server = ClassifierServer(model, "vocab.txt", True, ["0", "1"], label_kinds.CLASSIFICATION,
+    server = ClassifierServer(model, "vocab.txt", True, ["0", "1"], classifier.CLASSIFICATION,
                               128, has_pairs=True)
     saved_model_export.export(server, "export", server.signatures())
   """
@@ -49,9 +49,9 @@ class ClassifierServer(servable.Servable):
   def _outputs(self, input_ids, input_mask, segment_ids):
     logits = tf.cast(self.model({"input_ids": input_ids, "input_mask": input_mask,
                                  "segment_ids": segment_ids}, training=False), tf.float32)
-    if self.kind == label_kinds.REGRESSION:
+    if self.kind == classifier.REGRESSION:
       return {"value": logits[:, 0], "logits": logits}
-    if self.kind == label_kinds.MULTI_LABEL:
+    if self.kind == classifier.MULTI_LABEL:
       probabilities = tf.sigmoid(logits)
       chosen = tf.ragged.boolean_mask(
           tf.broadcast_to(self.label_names, tf.shape(logits)), probabilities > 0.5)

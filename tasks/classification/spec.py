@@ -10,13 +10,11 @@ import tensorflow as tf
 from base import atomic_files
 from base import errors
 from data import file_patterns
-from data import label_kinds
+from tasks import classifier
 from tasks import runner
 from tasks.classification import features as classifier_features
 from tasks.classification import processors as classifier_processors
 from tasks.classification import server as classifier_server
-from training import classification_metrics
-from training import classifier_task
 from training import model_inputs
 
 TEST_RESULTS_FILENAME = "test_results.tsv"
@@ -87,7 +85,7 @@ class ClassificationSpec(runner.FineTuningSpec):
       if config.do_train:
         examples["train"] = train_examples
     label_list = processor.get_labels()
-    if processor.kind != label_kinds.REGRESSION and len(label_list) < 2:
+    if processor.kind != classifier.REGRESSION and len(label_list) < 2:
       raise file_patterns.InputError(f"task {processor.name!r}: needs at least 2 labels, found "
                                      f"{label_list}")
     for split, action in (("eval", "do_eval"), ("predict", "do_predict")):
@@ -116,32 +114,30 @@ class ClassificationSpec(runner.FineTuningSpec):
                                             len(inputs.label_list))
 
   def make_task(self, config, bert_config, inputs):
-    return classifier_task.ClassifierTask(bert_config, inputs.processor.kind,
-                                          len(inputs.label_list))
+    return classifier.ClassifierTask(bert_config, inputs.processor.kind, len(inputs.label_list))
 
   def evaluate(self, config, inputs, run):
     kind = inputs.processor.kind
     logits, features = run.predict("eval", config.eval_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
-    losses = classifier_task.per_example_loss(kind, logits, features["label_ids"]).numpy()
-    return classification_metrics.compute(
+    losses = classifier.per_example_loss(kind, logits, features["label_ids"]).numpy()
+    return classifier.compute(
         kind, logits, features["label_ids"], features["is_real_example"], losses,
         inputs.label_list, inputs.processor.metrics)
 
   def metric_names(self, config, inputs):
-    return classification_metrics.reported_names(inputs.processor.kind,
-                                                 inputs.processor.metrics)
+    return classifier.reported_names(inputs.processor.kind, inputs.processor.metrics)
 
   def default_metric(self, config, inputs):
     if inputs.processor.metrics:
       return inputs.processor.metrics[0]
-    return "eval_loss" if inputs.processor.kind == label_kinds.REGRESSION else "eval_accuracy"
+    return "eval_loss" if inputs.processor.kind == classifier.REGRESSION else "eval_accuracy"
 
   def predict(self, config, inputs, run):
     logits, features = run.predict("predict", config.predict_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
     # Padding rows are the last rows of the file, so the real ones keep the input order.
-    values = classification_metrics.output_values(inputs.processor.kind, logits)[
+    values = classifier.output_values(inputs.processor.kind, logits)[
         features["is_real_example"] > 0]
     path = os.path.join(config.output_dir, TEST_RESULTS_FILENAME)
     if run.trainer.is_chief:

@@ -12,15 +12,13 @@ import tensorflow as tf
 from base import atomic_files
 from base import errors
 from data import file_patterns
-from data import label_kinds
 from data import schemas
+from tasks import classifier
 from tasks import runner
 from tasks.multiple_choice import features as multiple_choice_features
 from tasks.multiple_choice import reader as multiple_choice
 from tasks.multiple_choice import server as multiple_choice_server
 from tasks.multiple_choice import task as multiple_choice_task
-from training import classification_metrics
-from training import classifier_task
 from training import model_inputs
 
 PREDICTIONS_FILENAME = "predictions.jsonl"
@@ -59,7 +57,7 @@ def write_predictions(path, examples, scores):
     examples: list of `MultipleChoiceExample`.
     scores: float `[num_examples, num_choices]`.
   """
-  probabilities = classification_metrics.output_values(label_kinds.CLASSIFICATION, scores)
+  probabilities = classifier.output_values(classifier.CLASSIFICATION, scores)
   with atomic_files.open_for_writing(path) as f:
     for example, row_scores, row_probabilities in zip(examples, scores, probabilities):
       record = {"id": example.guid, "scores": [float(s) for s in row_scores],
@@ -112,14 +110,14 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
   def evaluate(self, config, inputs, run):
     scores, features = run.predict("eval", config.eval_batch_size,
                                    keep_features=("label_ids", "is_real_example"))
-    losses = classifier_task.per_example_loss(label_kinds.CLASSIFICATION, scores,
-                                              features["label_ids"]).numpy()
-    return classification_metrics.compute(
-        label_kinds.CLASSIFICATION, scores, features["label_ids"],
+    losses = classifier.per_example_loss(classifier.CLASSIFICATION, scores,
+                                         features["label_ids"]).numpy()
+    return classifier.compute(
+        classifier.CLASSIFICATION, scores, features["label_ids"],
         features["is_real_example"], losses)
 
   def metric_names(self, config, inputs):
-    return classification_metrics.reported_names(label_kinds.CLASSIFICATION)
+    return classifier.reported_names(classifier.CLASSIFICATION)
 
   def predict(self, config, inputs, run):
     scores, features = run.predict("predict", config.predict_batch_size,

@@ -1,16 +1,92 @@
-"""Evaluation metrics of `run_classifier.py`, computed on the host from the model's outputs.
+"""What the classification and multiple-choice families share (`tasks/classification/`,
+`tasks/multiple_choice/`): the kinds of label, the fine-tuning `Task` and the evaluation metrics.
 
-Every function takes `weights` (the records' `is_real_example`): rows with weight 0 are the padding
-that fills the last batch and never count. The original reported only accuracy and loss; F1 (MRPC,
-QQP), Matthews correlation (CoLA), Pearson/Spearman (STS-B) and per-class precision/recall are the
-usual GLUE figures.
+A label of a classification-style task is one class of a list (CLASSIFICATION), a number
+(REGRESSION) or a set of classes (MULTI_LABEL). The kind decides the record features, the loss,
+the metrics and what an export returns.
+
+`ClassifierTask` is the fine-tuning task of `run_classifier.py` (classification, regression or
+multi-label); `run_multiple_choice.py`'s task extends it.
+
+The evaluation metrics of `run_classifier.py` are computed on the host from the model's outputs.
+Every metric function takes `weights` (the records' `is_real_example`): rows with weight 0 are the
+padding that fills the last batch and never count. The original reported only accuracy and loss;
+F1 (MRPC, QQP), Matthews correlation (CoLA), Pearson/Spearman (STS-B) and per-class
+precision/recall are the usual GLUE figures.
 """
 
 import numpy as np
+import tensorflow as tf
 
-from data import label_kinds
+from modeling import classifier_model
+from training import task as task_lib
+
+CLASSIFICATION = "classification"
+REGRESSION = "regression"
+MULTI_LABEL = "multi_label"
 
 
+def per_example_loss(kind, logits, label_ids):
+  """The loss of each example.
+
+  Args:
+    kind: CLASSIFICATION (softmax cross-entropy, the original's), REGRESSION (squared error of the
+      single output) or MULTI_LABEL (sigmoid cross-entropy averaged over the labels).
+    logits: float32 `[batch_size, num_outputs]`.
+    label_ids: int `[batch_size]` class ids, float `[batch_size]` targets, or int 0/1
+      `[batch_size, num_labels]`.
+
+  Returns:
+    float32 `[batch_size]`.
+  """
+  logits = tf.cast(logits, tf.float32)
+  if kind == REGRESSION:
+    return tf.square(logits[:, 0] - tf.cast(label_ids, tf.float32))
+  if kind == MULTI_LABEL:
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=tf.cast(label_ids, tf.float32), logits=logits), axis=-1)
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(label_ids, tf.int32),
+                                                        logits=logits)
+
+
+class ClassifierTask(task_lib.Task):
+  """Fine-tunes `BertClassifier`; padding rows (`is_real_example = 0`) weigh nothing.
+
+  Args:
+    bert_config: a `BertConfig`.
+    kind: CLASSIFICATION, REGRESSION or MULTI_LABEL.
+    num_labels: the label list's length (ignored for regression, which has one output).
+
+  Example:
+    >>> task = ClassifierTask(bert_config, CLASSIFICATION, num_labels=2)
+    >>> from training import engine
+    >>> trainer = engine.Trainer(strategy, task, run_config, optimizer_fn)
+  """
+
+  def __init__(self, bert_config, kind, num_labels):
+    self.bert_config = bert_config
+    self.kind = kind
+    self.num_outputs = 1 if kind == REGRESSION else num_labels
+    self.metric_names = (() if kind == REGRESSION else ("accuracy",))
+
+  def build_model(self):
+    return classifier_model.BertClassifier(self.bert_config, self.num_outputs)
+
+  def compute_loss(self, features, outputs, training):
+    weights = tf.cast(features["is_real_example"], tf.float32)
+    losses = per_example_loss(self.kind, outputs, features["label_ids"])
+    loss = tf.math.divide_no_nan(tf.reduce_sum(losses * weights), tf.reduce_sum(weights))
+    metrics = {}
+    if self.kind == CLASSIFICATION:
+      correct = tf.cast(tf.equal(tf.argmax(outputs, axis=-1, output_type=tf.int32),
+                                 tf.cast(features["label_ids"], tf.int32)), tf.float32)
+      metrics["accuracy"] = (tf.reduce_sum(correct * weights), tf.reduce_sum(weights))
+    elif self.kind == MULTI_LABEL:
+      predicted = tf.cast(outputs > 0, tf.int32)
+      exact = tf.cast(tf.reduce_all(tf.equal(predicted, tf.cast(features["label_ids"], tf.int32)),
+                                    axis=-1), tf.float32)
+      metrics["accuracy"] = (tf.reduce_sum(exact * weights), tf.reduce_sum(weights))
+    return loss, metrics
 
 
 def _real(weights, *arrays):
@@ -108,9 +184,9 @@ def output_values(kind, logits):
   """What `test_results.tsv` holds per example: class probabilities (softmax), label
   probabilities (sigmoid, multi-label) or the predicted value (regression), float64 2-D."""
   logits = np.asarray(logits, np.float64)
-  if kind == label_kinds.REGRESSION:
+  if kind == REGRESSION:
     return logits
-  if kind == label_kinds.MULTI_LABEL:
+  if kind == MULTI_LABEL:
     return 1.0 / (1.0 + np.exp(-logits))
   return np.exp(_log_softmax(logits))
 
@@ -118,9 +194,9 @@ def output_values(kind, logits):
 def reported_names(kind, extra_metrics=()):
   """The names `compute` reports for every label list (the per-class figures aside)."""
   names = {"eval_loss", *extra_metrics}
-  if kind != label_kinds.REGRESSION:
+  if kind != REGRESSION:
     names.add("eval_accuracy")
-  if kind == label_kinds.MULTI_LABEL:
+  if kind == MULTI_LABEL:
     names.add("f1")
   return names
 
@@ -134,7 +210,7 @@ def compute(kind, logits, labels, weights, losses, label_list=(), extra_metrics=
     labels: int `[num_examples]` class ids, float `[num_examples]` targets, or 0/1
       `[num_examples, num_labels]` (multi-label).
     weights: `[num_examples]` is_real_example.
-    losses: `[num_examples]` per-example training loss (`training.classifier_task`).
+    losses: `[num_examples]` per-example training loss (`per_example_loss`).
     label_list: class names (per-class figures when there are more than two).
     extra_metrics: task-specific names among "f1", "matthews_corrcoef", "pearson", "spearman".
 
@@ -148,16 +224,16 @@ def compute(kind, logits, labels, weights, losses, label_list=(), extra_metrics=
   if not np.any(real):
     raise ValueError("no real example to evaluate")
   results = {"eval_loss": float(np.mean(np.asarray(losses)[real]))}
-  if kind == label_kinds.REGRESSION:
+  if kind == REGRESSION:
     predictions = logits[:, 0]
-  elif kind == label_kinds.MULTI_LABEL:
+  elif kind == MULTI_LABEL:
     predictions = (logits > 0).astype(np.int64)
     extra_metrics = tuple(extra_metrics) + ("f1",)
   else:
     predictions = np.argmax(logits, axis=-1)
     if len(label_list) > 2:
       results.update(per_class_precision_recall(predictions, labels, weights, label_list))
-  if kind != label_kinds.REGRESSION:
+  if kind != REGRESSION:
     results["eval_accuracy"] = accuracy(predictions, labels, weights)
   functions = {"f1": f1, "matthews_corrcoef": matthews_corrcoef, "pearson": pearson,
                "spearman": spearman}
