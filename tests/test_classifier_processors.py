@@ -10,7 +10,7 @@ from data import file_patterns
 from data import tokenization
 from tasks import classifier
 from tasks.classification import features as classifier_features
-from tasks.classification import processors as classifier_processors
+from tasks.classification import reader as classification_reader
 from tests.conftest import SAMPLES_DIR
 
 
@@ -25,7 +25,7 @@ def glue_dir(tmp_path, files):
 
 def test_mrpc_reads_the_real_training_file_with_its_bom(shared_data, tmp_path):
   data_dir = glue_dir(tmp_path, {"train.tsv": shared_data / "glue/MRPC/msr_paraphrase_train.txt"})
-  processor = classifier_processors.glue_processors()["mrpc"]
+  processor = classification_reader.glue_processors()["mrpc"]
   examples = processor.get_train_examples(data_dir)
   assert len(examples) == 4076
   assert examples[0].text_a.startswith("Amrozi accused his brother")
@@ -37,7 +37,7 @@ def test_mrpc_reads_the_real_training_file_with_its_bom(shared_data, tmp_path):
 def test_stsb_labels_are_floats(shared_data, tmp_path):
   data_dir = glue_dir(tmp_path, {"train.tsv": shared_data / "glue/STS-B/train.tsv",
                                  "dev.tsv": shared_data / "glue/STS-B/dev.tsv"})
-  processor = classifier_processors.glue_processors()["sts-b"]
+  processor = classification_reader.glue_processors()["sts-b"]
   train, dev = processor.get_train_examples(data_dir), processor.get_dev_examples(data_dir)
   assert (len(train), len(dev)) == (5749, 1500)
   assert processor.kind == classifier.REGRESSION and processor.get_labels() == []
@@ -47,7 +47,7 @@ def test_stsb_labels_are_floats(shared_data, tmp_path):
 
 def test_sst2_dev(shared_data, tmp_path):
   data_dir = glue_dir(tmp_path, {"dev.tsv": shared_data / "glue/SST-2/dev.tsv"})
-  examples = classifier_processors.glue_processors()["sst-2"].get_dev_examples(data_dir)
+  examples = classification_reader.glue_processors()["sst-2"].get_dev_examples(data_dir)
   assert len(examples) == 872
   assert examples[0].text_b is None and examples[0].label == "1"
   assert examples[0].text_a.startswith("it 's a charming and often affecting journey")
@@ -57,8 +57,8 @@ def test_mrpc_fixture_tsv_and_generic_csv_agree(shared_data):
   data_dir = shared_data / "samples/hf_fixtures/MRPC"
   if not data_dir.is_dir():
     pytest.skip(f"{data_dir} is absent")
-  tsv = classifier_processors.glue_processors()["mrpc"].get_dev_examples(data_dir)
-  csv_processor = classifier_processors.GenericProcessor(
+  tsv = classification_reader.glue_processors()["mrpc"].get_dev_examples(data_dir)
+  csv_processor = classification_reader.GenericProcessor(
       "csv", "sentence1", "sentence2", "label", has_header=True)
   csv = csv_processor.get_dev_examples(data_dir)
   assert len(tsv) == len(csv) == 6
@@ -69,7 +69,7 @@ def test_mrpc_fixture_tsv_and_generic_csv_agree(shared_data):
 
 
 def test_generic_tsv_infers_sorted_labels_from_the_training_file():
-  processor = classifier_processors.GenericProcessor("tsv", "sentence", None, "label")
+  processor = classification_reader.GenericProcessor("tsv", "sentence", None, "label")
   train = processor.get_train_examples(SAMPLES_DIR / "classification")
   processor.infer_labels(train)
   assert processor.get_labels() == ["craft", "food", "nature"]
@@ -79,14 +79,14 @@ def test_generic_tsv_infers_sorted_labels_from_the_training_file():
 
 def test_generic_columns_by_index_without_header(tmp_path):
   (tmp_path / "train.csv").write_text('pos,"good, really"\nneg,bad\n', encoding="utf-8")
-  processor = classifier_processors.GenericProcessor("csv", "1", None, "0", has_header=False)
+  processor = classification_reader.GenericProcessor("csv", "1", None, "0", has_header=False)
   examples = processor.get_train_examples(tmp_path)
   assert [(e.text_a, e.label) for e in examples] == [("good, really", "pos"), ("bad", "neg")]
 
 
 def test_multi_label_rows(tmp_path):
   (tmp_path / "train.tsv").write_text("text\ttags\na b\tx,y\nc\ty\n", encoding="utf-8")
-  processor = classifier_processors.GenericProcessor("tsv", "text", None, "tags",
+  processor = classification_reader.GenericProcessor("tsv", "text", None, "tags",
                                                      multi_label=True)
   examples = processor.get_train_examples(tmp_path)
   processor.infer_labels(examples)
@@ -99,12 +99,12 @@ def test_missing_column_names_file_and_line(tmp_path):
   with pytest.raises(file_patterns.InputError, match=r"train\.tsv:4: expected at least 4 "
                                                       r"tab-separated columns for task 'cola', "
                                                       r"found 1"):
-    classifier_processors.glue_processors()["cola"].get_train_examples(tmp_path)
+    classification_reader.glue_processors()["cola"].get_train_examples(tmp_path)
 
 
 def test_unknown_header_column(tmp_path):
   (tmp_path / "train.tsv").write_text("text\tlabel\nhi\tx\n", encoding="utf-8")
-  processor = classifier_processors.GenericProcessor("tsv", "sentence", None, "label")
+  processor = classification_reader.GenericProcessor("tsv", "sentence", None, "label")
   with pytest.raises(file_patterns.InputError,
                      match=r"train\.tsv:1: no column 'sentence' for --text_a_column"):
     processor.get_train_examples(tmp_path)
@@ -113,7 +113,7 @@ def test_unknown_header_column(tmp_path):
 def test_label_not_in_the_label_list_names_file_and_line(tmp_path, sample_vocab):
   (tmp_path / "dev.tsv").write_text("sentence\tlabel\nbees\tnature\nbread\tsport\n",
                                     encoding="utf-8")
-  processor = classifier_processors.GenericProcessor("tsv", "sentence", None, "label")
+  processor = classification_reader.GenericProcessor("tsv", "sentence", None, "label")
   examples = processor.get_dev_examples(tmp_path)
   tokenizer = tokenization.FullTokenizer(str(sample_vocab))
   with pytest.raises(file_patterns.InputError,
@@ -127,7 +127,7 @@ def test_non_numeric_regression_label(tmp_path):
   (tmp_path / "train.tsv").write_text("h\n" + "\t".join(["x"] * 9 + ["high"]) + "\n",
                                       encoding="utf-8")
   with pytest.raises(file_patterns.InputError, match=r"train\.tsv:2: label 'high' is not a number"):
-    classifier_processors.glue_processors()["sts-b"].get_train_examples(tmp_path)
+    classification_reader.glue_processors()["sts-b"].get_train_examples(tmp_path)
 
 
 def test_an_unterminated_quote_is_reported_on_the_line_where_its_field_starts(tmp_path):

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks.ner import conll
 from data import file_patterns
-from tasks.ner import features as ner_features
 from data import tokenization
+from tasks.ner import features as ner_features
+from tasks.ner import reader as ner_reader
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -22,10 +22,10 @@ def test_reads_the_conll2003_fixture(shared_data):
   path = shared_data / "samples/allennlp_fixtures/conll2003.txt"
   if not path.is_file():
     pytest.skip(f"{path} is absent")
-  sentences, layout = conll.read_sentences(str(path))
+  sentences, layout = ner_reader.read_sentences(str(path))
   assert sentences[0].words[:3] == ["U.N.", "official", "Ekeus"]
   assert sentences[0].tags[:3] == ["I-ORG", "O", "I-PER"]  # IOB1, tag in the 4th column
-  assert layout[0].startswith(conll.DOCSTART)
+  assert layout[0].startswith(ner_reader.DOCSTART)
   assert [s.document for s in sentences] == sorted(s.document for s in sentences)
   assert sentences[-1].document == sum(isinstance(e, str) for e in layout) - 1
 
@@ -34,7 +34,7 @@ def test_reads_the_real_wnut17_files(shared_data):
   path = shared_data / "ner/wnut17/train.conll"
   if not path.is_file():
     pytest.skip(f"{path} is absent")
-  sentences, _ = conll.read_sentences(str(path))
+  sentences, _ = ner_reader.read_sentences(str(path))
   assert len(sentences) == 3394
   assert sentences[0].words[:2] == ["@paulwalk", "It"]
   assert sentences[0].tags[14:17] == ["B-location", "I-location", "I-location"]
@@ -48,7 +48,7 @@ def test_reads_the_real_wnut17_files(shared_data):
 ])
 def test_bad_files(tmp_path, text, expected):
   with pytest.raises(file_patterns.InputError, match=expected):
-    conll.read_sentences(write(tmp_path, text))
+    ner_reader.read_sentences(write(tmp_path, text))
 
 
 @pytest.fixture()
@@ -61,13 +61,13 @@ def long_sentences(tmp_path):
   words = [("zyxwvut" if i % 7 == 3 else "the") for i in range(60)]
   tags = ["B-PER" if i % 7 == 3 else "O" for i in range(60)]
   text = "".join(f"{w} {t}\n" for w, t in zip(words, tags)) + "\nbees O\nlive O\nhere B-LOC\n"
-  return conll.read_sentences(write(tmp_path, text))
+  return ner_reader.read_sentences(write(tmp_path, text))
 
 
 def test_undecodable_bytes_are_replaced_and_counted_like_the_other_readers(tmp_path, caplog):
   path = tmp_path / "latin1.txt"
   path.write_bytes("\ufeffParis B-LOC\nis O\n\n".encode("utf-8") + "Zürich B-LOC\n".encode("latin-1"))
-  sentences, _ = conll.read_sentences(str(path))
+  sentences, _ = ner_reader.read_sentences(str(path))
   assert [s.words for s in sentences] == [["Paris", "is"], ["Z\ufffdrich"]]
   assert [s.tags for s in sentences] == [["B-LOC", "O"], ["B-LOC"]]
   assert "1 of 4 lines are not valid UTF-8" in caplog.text
@@ -98,7 +98,7 @@ def test_predictions_map_back_to_every_word(tmp_path, tokenizer):
   tags = ner_features.predicted_tags(windows, sentences, label_ids, LABELS)
   assert tags == [s.tags for s in sentences]
   output = tmp_path / "predictions.txt"
-  conll.write_predictions(str(output), sentences, layout, tags)
+  ner_reader.write_predictions(str(output), sentences, layout, tags)
   lines = output.read_text().splitlines()
   assert lines[0] == "the O O" and lines[3] == "zyxwvut B-PER B-PER"
   assert lines[61:64] == ["bees O O", "live O O", "here B-LOC B-LOC"]
@@ -107,7 +107,7 @@ def test_predictions_map_back_to_every_word(tmp_path, tokenizer):
 def test_doc_context_adds_unlabelled_neighbours(tmp_path, tokenizer):
   text = ("-DOCSTART- O\n\nbees O\nlive O\n\nhere B-LOC\n\nthe O\nriver O\n\n"
           "-DOCSTART- O\n\nbread O\n")
-  sentences, _ = conll.read_sentences(write(tmp_path, text))
+  sentences, _ = ner_reader.read_sentences(write(tmp_path, text))
   assert [s.document for s in sentences] == [0, 0, 0, 1]
   windows = ner_features.make_windows(sentences, tokenizer, max_seq_length=32, doc_context=True)
   assert len(windows) == 4

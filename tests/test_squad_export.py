@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from data import graph_tokenization
-from tasks.squad import examples as squad_examples
+from data import tokenization
 from tasks.squad import features as squad_features
 from tasks.squad import postprocessing as squad_postprocessing
-from data import tokenization
+from tasks.squad import reader as squad_reader
 from tasks.squad import spans as squad_spans
 from tests import saved_model_cli
 from tests import scripts
@@ -54,7 +54,7 @@ def all_span_texts(vocab_file, contexts, max_pieces=12):
                                     tf.constant(contexts))
   spans = []
   for row, context in enumerate(contexts):
-    example = squad_examples.SquadExample("q", "", squad_examples.split_context(context)[0])
+    example = squad_reader.SquadExample("q", "", squad_reader.split_context(context)[0])
     feature, = squad_features.example_features(example, 0, tokenizer, 10000, 128, 64, False, 0)
     pieces = info["pieces"][row].numpy().tolist()
     # Context pieces follow [CLS] (empty question) [SEP] in the runner's window.
@@ -158,7 +158,7 @@ def check_answers_as_the_runner(vocab_file, predict_file, output_dir, export_pat
                                 version_2_with_negative, null_score_diff_threshold=0.0):
   """The export's answers, offsets, logits and null score differences against the runner's files
   for every question of `predict_file` (each fits one window)."""
-  examples, articles = squad_examples.read_examples(predict_file, False, version_2_with_negative)
+  examples, articles = squad_reader.read_examples(predict_file, False, version_2_with_negative)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   features = list(squad_features.convert_examples(examples, tokenizer, MAX_SEQ_LENGTH, 64,
                                                   MAX_QUERY_LENGTH, False))

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from data import file_patterns
-from tasks.squad import examples as squad_examples
+from data import tokenization
 from tasks.squad import features as squad_features
 from tasks.squad import postprocessing as squad_postprocessing
-from data import tokenization
+from tasks.squad import reader as squad_reader
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def qa(qas_id, question, context, answer, impossible=False):
 
 
 def test_split_context_maps_characters_to_words():
-  tokens, offsets = squad_examples.split_context(" Ab  c\u202fd.\n")
+  tokens, offsets = squad_reader.split_context(" Ab  c\u202fd.\n")
   assert tokens == ["Ab", "c", "d."]
   assert offsets == [-1, 0, 0, 0, 0, 1, 1, 2, 2, 2]
 
@@ -69,7 +69,7 @@ LONG_CONTEXT = (
 
 
 def features_of(tokenizer, path, is_training, max_seq_length=48, doc_stride=16):
-  examples, _ = squad_examples.read_examples(path, is_training, version_2_with_negative=True)
+  examples, _ = squad_reader.read_examples(path, is_training, version_2_with_negative=True)
   features = list(squad_features.convert_examples(examples, tokenizer, max_seq_length,
                                                   doc_stride, max_query_length=12,
                                                   is_training=is_training))
@@ -219,35 +219,35 @@ def test_reader_errors_name_the_file_and_question(tmp_path):
   bad_json = tmp_path / "bad.json"
   bad_json.write_text('{"version": "v2.0", "data": [', encoding="utf-8")
   with pytest.raises(file_patterns.InputError, match=r"bad\.json: not valid JSON"):
-    squad_examples.read_examples(str(bad_json), True, True)
+    squad_reader.read_examples(str(bad_json), True, True)
   no_version = tmp_path / "no_version.json"
   no_version.write_text('{"data": []}', encoding="utf-8")
   with pytest.raises(file_patterns.InputError, match=r"no_version\.json: no 'version'"):
-    squad_examples.read_examples(str(no_version), False, False)
+    squad_reader.read_examples(str(no_version), False, False)
   no_data = tmp_path / "no_data.json"
   no_data.write_text('{"version": "1.1"}', encoding="utf-8")
   with pytest.raises(file_patterns.InputError, match=r"no_data\.json: no 'data'"):
-    squad_examples.read_examples(str(no_data), False, False)
+    squad_reader.read_examples(str(no_data), False, False)
   context = "Bees make honey."
   moved = {"id": "q7", "question": "What?", "answers": [{"text": "honey", "answer_start": 3}]}
   path = write_squad(tmp_path, context, [moved])
   with pytest.raises(file_patterns.InputError,
                      match=r"squad\.json: question 'q7': answer 'honey' is not at answer_start 3"):
-    squad_examples.read_examples(path, True, False)
+    squad_reader.read_examples(path, True, False)
   # Prediction does not use the offsets.
-  examples, _ = squad_examples.read_examples(path, False, False)
+  examples, _ = squad_reader.read_examples(path, False, False)
   assert examples[0].qas_id == "q7"
   impossible = write_squad(tmp_path, context, [qa("q8", "Why?", context, None, True)], name="i.json")
   with pytest.raises(file_patterns.InputError, match="q8.*--version_2_with_negative"):
-    squad_examples.read_examples(impossible, True, False)
+    squad_reader.read_examples(impossible, True, False)
 
 
 def test_training_reads_the_first_of_several_answers(tmp_path):
   context = "Bees make honey from nectar."
   record = {"id": "q1", "question": "What?", "answers": [
       {"text": "honey", "answer_start": 10}, {"text": "honey from nectar", "answer_start": 10}]}
-  (example,), _ = squad_examples.read_examples(write_squad(tmp_path, context, [record]), True,
-                                               False)
+  (example,), _ = squad_reader.read_examples(write_squad(tmp_path, context, [record]), True,
+                                             False)
   assert (example.orig_answer_text, example.start_position, example.end_position) == (
       "honey", 2, 2)
 
@@ -256,7 +256,7 @@ def test_reads_the_real_squad_v2_file(shared_data):
   path = shared_data / "squad/squad-v2.0-16-articles.json"
   if not path.is_file():
     pytest.skip(f"{path} is absent")
-  examples, articles = squad_examples.read_examples(str(path), True, True)
+  examples, articles = squad_reader.read_examples(str(path), True, True)
   assert len(articles) == 16
   assert len(examples) == 6078
   assert sum(e.is_impossible for e in examples) == 3168

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks.squad import examples as squad_examples
-from tasks.squad import features as squad_features
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import hf_conversion
 from modeling import optimization
-from training import engine
+from tasks.squad import features as squad_features
+from tasks.squad import reader as squad_reader
 from tasks.squad import task as squad_task
+from training import engine
 
 BATCH_SIZE = 8
 NUM_STEPS = 8
@@ -40,8 +40,8 @@ def squad_windows(shared_data, minilm_bert_dir):
   path = shared_data / "squad" / "squad-v2.0-16-articles.json"
   if not path.is_file():
     pytest.skip(f"{path} is absent")
-  examples, _ = squad_examples.read_examples(str(path), is_training=True,
-                                             version_2_with_negative=True)
+  examples, _ = squad_reader.read_examples(str(path), is_training=True,
+                                           version_2_with_negative=True)
   tokenizer = tokenization.FullTokenizer(str(minilm_bert_dir / "vocab.txt"), do_lower_case=True)
   windows = []
   for window in squad_features.convert_examples(examples[:200], tokenizer, MAX_SEQ_LENGTH, 64, 32,

@@ -7,8 +7,8 @@ import tensorflow as tf
 from base import config
 from base import errors
 from tasks import config as tasks_config
+from tasks.classification import reader as classification_reader
 from tasks.classification import spec as classification_spec
-from tasks.classification import processors as classifier_processors
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -29,7 +29,7 @@ class ClassificationConfig(tasks_config.FineTuningWithEvalConfig):
   data_dir: str | None = config.flag("string", None,
                                      "Directory of the task's train/dev/test files.")
   task_name: str | None = config.flag(
-      "string", None, f"One of {', '.join(classifier_processors.task_names())} "
+      "string", None, f"One of {', '.join(classification_reader.task_names())} "
       "(case-insensitive).")
   xnli_language: str = config.flag(
       "string", "zh", "Language of the XNLI train and dev files (the original hard-coded zh).")

@@ -13,7 +13,7 @@ from data import file_patterns
 from tasks import classifier
 from tasks import runner
 from tasks.classification import features as classifier_features
-from tasks.classification import processors as classifier_processors
+from tasks.classification import reader as classification_reader
 from tasks.classification import server as classifier_server
 from training import model_inputs
 
@@ -33,18 +33,18 @@ class ClassificationInputs:
 def make_processor(config):
   """The processor of --task_name; a UsageError listing the known tasks otherwise."""
   name = config.task_name.lower()
-  if name in classifier_processors.GENERIC_TASKS:
+  if name in classification_reader.GENERIC_TASKS:
     if config.multi_label and config.regression:
       raise errors.UsageError("--multi_label and --regression exclude each other")
-    return classifier_processors.GenericProcessor(
+    return classification_reader.GenericProcessor(
         name, text_a_column=config.text_a_column, text_b_column=config.text_b_column,
         label_column=config.label_column, has_header=config.has_header,
         labels=config.label_list, multi_label=config.multi_label,
         label_separator=config.label_separator, regression=config.regression)
-  processors = classifier_processors.glue_processors(config.xnli_language)
+  processors = classification_reader.glue_processors(config.xnli_language)
   if name not in processors:
     raise errors.UsageError(f"--task_name={config.task_name}: unknown task; known tasks: "
-                            f"{', '.join(classifier_processors.task_names())}")
+                            f"{', '.join(classification_reader.task_names())}")
   return processors[name]
 
 
@@ -75,7 +75,7 @@ class ClassificationSpec(runner.FineTuningSpec):
                                     "are sentence pairs")
       return examples
 
-    infers_labels = (isinstance(processor, classifier_processors.GenericProcessor)
+    infers_labels = (isinstance(processor, classification_reader.GenericProcessor)
                      and not config.label_list)
     examples = {}
     if config.do_train or infers_labels:

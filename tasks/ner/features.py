@@ -62,7 +62,7 @@ def make_windows(sentences, tokenizer, max_seq_length, doc_context=False):
   """Splits sentences into model inputs.
 
   Args:
-    sentences: list of `conll.Sentence`.
+    sentences: list of `reader.Sentence`.
     tokenizer: a `FullTokenizer`.
     max_seq_length: length of the inputs, `[CLS]` and `[SEP]` included.
     doc_context: fill windows with neighbouring sentences of the same document.

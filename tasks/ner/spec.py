@@ -11,9 +11,9 @@ from base import errors
 from data import file_patterns
 from data import schemas
 from tasks import runner
-from tasks.ner import conll
 from tasks.ner import features as ner_features
 from tasks.ner import metrics as ner_metrics
+from tasks.ner import reader as ner_reader
 from tasks.ner import server as tagger_server
 from tasks.ner import task as tagging_task
 from training import engine
@@ -65,7 +65,7 @@ class NerSpec(runner.FineTuningSpec):
     for split, is_needed in needed.items():
       if is_needed:
         path = data_file(config, split)
-        splits[split] = (path, *conll.read_sentences(path, require_tags=SPLIT_FILES[split][2]))
+        splits[split] = (path, *ner_reader.read_sentences(path, require_tags=SPLIT_FILES[split][2]))
     label_list = (label_list_from(config, splits["train"][1], splits["train"][0])
                   if "train" in splits else list(config.labels))
     return NerInputs(splits, label_list)
@@ -107,8 +107,8 @@ class NerSpec(runner.FineTuningSpec):
     tags = ner_features.predicted_tags(windows, sentences, outputs["predicted_ids"],
                                        inputs.label_list)
     if run.trainer.is_chief:
-      conll.write_predictions(os.path.join(config.output_dir, output_filename), sentences,
-                              layout, tags)
+      ner_reader.write_predictions(os.path.join(config.output_dir, output_filename),
+                                   sentences, layout, tags)
     loss = float(np.sum(outputs["loss_sum"]) / max(np.sum(outputs["label_count"]), 1.0))
     return sentences, tags, loss
 

@@ -27,7 +27,7 @@ What can still differ from the runner's text:
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-# `tasks.squad.examples.split_context` splits contexts into words on these characters only.
+# `tasks.squad.reader.split_context` splits contexts into words on these characters only.
 _SQUAD_WHITESPACE = r"[ \t\r\n\x{202F}]"
 
 

@@ -11,10 +11,10 @@ from absl import logging
 from base import errors
 from data import schemas
 from tasks import runner
-from tasks.squad import examples as squad_examples
 from tasks.squad import features as squad_features
 from tasks.squad import metrics as squad_metrics
 from tasks.squad import postprocessing as squad_postprocessing
+from tasks.squad import reader as squad_reader
 from tasks.squad import server as squad_server
 from tasks.squad import task as squad_task
 from training import model_inputs
@@ -65,13 +65,13 @@ class SquadSpec(runner.FineTuningSpec):
   def read_inputs(self, config, bert_config):
     inputs = SquadInputs()
     if config.do_train:
-      inputs.train_examples, _ = squad_examples.read_examples(
+      inputs.train_examples, _ = squad_reader.read_examples(
           config.train_file, is_training=True,
           version_2_with_negative=config.version_2_with_negative)
       # Shuffled with the original's seed.
       random.Random(12345).shuffle(inputs.train_examples)
     if config.do_predict:
-      inputs.predict_examples, inputs.predict_articles = squad_examples.read_examples(
+      inputs.predict_examples, inputs.predict_articles = squad_reader.read_examples(
           config.predict_file, is_training=False,
           version_2_with_negative=config.version_2_with_negative)
     return inputs
