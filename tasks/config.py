@@ -36,6 +36,24 @@ def max_seq_length_field(default):
                       "Word pieces per input after packing, [CLS] and [SEP] included.")
 
 
+def export_dir_field():
+  """The --export_dir field (where a SavedModel for TensorFlow Serving goes) of a config."""
+  return _export("string", None, "Write a SavedModel for TensorFlow Serving to "
+                 "<export_dir>/<version> after training (or from --init_checkpoint / "
+                 "--output_dir's checkpoint alone).")
+
+
+def export_version_field():
+  """The --export_version field (the export's version directory) of a config."""
+  return _export("integer", None, "Version directory of the export; default the Unix time.")
+
+
+def export_ids_only_field():
+  """The --export_ids_only field (no in-graph tokenizer in the export) of a config."""
+  return _export("bool", False, "Export the predict_ids signature alone, without the in-graph "
+                 "tokenizer: a stock TensorFlow Serving binary lacks the tensorflow-text ops.")
+
+
 @dataclasses.dataclass(kw_only=True)
 class FineTuningConfig(training_config.EngineConfig):
   """A fine-tuning run (see the flags' help). Families with a dev split extend
@@ -82,14 +100,9 @@ class FineTuningConfig(training_config.EngineConfig):
       "enum", "best", "Which checkpoint --do_eval, --do_predict and --export_dir use after "
       "evaluation while training kept a best one.", enum_values=("best", "last"))
 
-  export_dir: str | None = _export(
-      "string", None, "Write a SavedModel for TensorFlow Serving to <export_dir>/<version> "
-      "after training (or from --init_checkpoint / --output_dir's checkpoint alone).")
-  export_version: int | None = _export(
-      "integer", None, "Version directory of the export; default the Unix time.")
-  export_ids_only: bool = _export(
-      "bool", False, "Export the predict_ids signature alone, without the in-graph tokenizer: "
-      "a stock TensorFlow Serving binary lacks the tensorflow-text ops.")
+  export_dir: str | None = export_dir_field()
+  export_version: int | None = export_version_field()
+  export_ids_only: bool = export_ids_only_field()
 
   @property
   def evaluates(self):
