@@ -1,4 +1,6 @@
-"""TFRecord feature schemas of the original release (`tf.train.Example` records).
+"""What the writers and readers of TFRecord files (`tf.train.Example` records) share: the feature
+helpers `int64_feature` and `float_feature`, and `decode_record`. A fine-tuning family's parse spec
+lives beside the writer of its records, in the family's `features.py`.
 
 Integer features are int64 in the files and cast to int32 when parsed, as the original's
 `_decode_record`; float features stay float32.
@@ -63,60 +65,6 @@ def packed_pretraining_feature_spec(max_seq_length, max_predictions_per_seq,
       "next_sentence_labels": tf.io.FixedLenFeature([max_sequences_per_pack], tf.int64),
       "next_sentence_weights": tf.io.FixedLenFeature([max_sequences_per_pack], tf.float32),
   })
-  return spec
-
-
-def classifier_feature_spec(max_seq_length, label_dtype=tf.int64, num_label_values=None):
-  """Features of `run_classifier.py`'s `train/eval/predict.tf_record`.
-
-  Args:
-    max_seq_length: sequence length of the records.
-    label_dtype: tf.int64 for the original's class ids; tf.float32 for regression targets (not in
-      the original, which had no regression task).
-    num_label_values: None for the original scalar `label_ids`; a length for multi-label records
-      (an int64 multi-hot vector, not in the original).
-  """
-  label_shape = [] if num_label_values is None else [num_label_values]
-  return {
-      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "label_ids": tf.io.FixedLenFeature(label_shape, label_dtype),
-      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
-  }
-
-
-def multiple_choice_feature_spec(num_choices, max_seq_length):
-  """Features of `run_multiple_choice.py`'s records (not in the original, which had no such
-  runner). Each record stores `input_ids`, `input_mask`, `segment_ids` as flat int64 lists of
-  `num_choices * max_seq_length` values, choice-major (choice i at `[i * max_seq_length,
-  (i + 1) * max_seq_length)`); this spec parses them as `[num_choices, max_seq_length]`.
-  `label_ids` is the right choice's index, `is_real_example` 0 for batch padding rows."""
-  spec = {name: tf.io.FixedLenFeature([num_choices, max_seq_length], tf.int64)
-          for name in ("input_ids", "input_mask", "segment_ids")}
-  spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
-  spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64)
-  return spec
-
-
-def tagging_feature_spec(max_seq_length):
-  """Features of `run_ner.py`'s records (not in the original, which had no NER runner):
-  `label_ids` `[max_seq_length]`, -1 where no label applies."""
-  return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-          for name in ("input_ids", "input_mask", "segment_ids", "label_ids")}
-
-
-def squad_feature_spec(max_seq_length, is_training):
-  """Features of `run_squad.py`'s records; `is_impossible` is written but, as the original, not read."""
-  spec = {
-      "unique_ids": tf.io.FixedLenFeature([], tf.int64),
-      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-  }
-  if is_training:
-    spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
-    spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
   return spec
 
 

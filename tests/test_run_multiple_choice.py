@@ -249,7 +249,7 @@ def test_swag_records_hold_every_choice_packed_as_a_pair(tiny_model, swag_run):
   assert [len(records[name]) for name in ("train", "eval", "predict")] == [10, 12, 12]
   real = [r.features.feature["is_real_example"].int64_list.value[0] for r in records["eval"]]
   assert real == [1] * 10 + [0] * 2
-  spec = schemas.multiple_choice_feature_spec(4, 40)
+  spec = multiple_choice_features.multiple_choice_feature_spec(4, 40)
   for record, row in zip(records["train"], rows):
     features = record.features.feature
     assert set(features) == set(spec)

@@ -76,13 +76,34 @@ def padding_tf_example(max_seq_length, kind, num_labels):
       "is_real_example": schemas.int64_feature([0])}))
 
 
+def classifier_feature_spec(max_seq_length, label_dtype=tf.int64, num_label_values=None):
+  """Features of `run_classifier.py`'s `train/eval/predict.tf_record`.
+
+  Args:
+    max_seq_length: sequence length of the records.
+    label_dtype: tf.int64 for the original's class ids; tf.float32 for regression targets (not in
+      the original, which had no regression task).
+    num_label_values: None for the original scalar `label_ids`; a length for multi-label records
+      (an int64 multi-hot vector, not in the original).
+  """
+  label_shape = [] if num_label_values is None else [num_label_values]
+  return {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "label_ids": tf.io.FixedLenFeature(label_shape, label_dtype),
+      "is_real_example": tf.io.FixedLenFeature([], tf.int64),
+  }
+
+
+
 def feature_spec(max_seq_length, kind, num_labels):
   """The parsing spec of the records `write_records` writes for a task of this kind."""
   if kind == classifier.REGRESSION:
-    return schemas.classifier_feature_spec(max_seq_length, label_dtype=tf.float32)
+    return classifier_feature_spec(max_seq_length, label_dtype=tf.float32)
   if kind == classifier.MULTI_LABEL:
-    return schemas.classifier_feature_spec(max_seq_length, num_label_values=num_labels)
-  return schemas.classifier_feature_spec(max_seq_length)
+    return classifier_feature_spec(max_seq_length, num_label_values=num_labels)
+  return classifier_feature_spec(max_seq_length)
 
 
 def write_records(path, examples, tokenizer, max_seq_length, kind, label_list, batch_size=1):

@@ -4,7 +4,7 @@ Each choice is packed with its context as the original's sentence pairs, `[CLS] 
 choice [SEP]`, truncated by popping the longer side's end (`data.sequence_pairs`). A record holds
 the N packed choices one after another: `input_ids`, `input_mask`, `segment_ids` are flat lists of
 `N * max_seq_length` values, choice i at `[i * max_seq_length, (i + 1) * max_seq_length)`
-(`data.schemas.multiple_choice_feature_spec` parses them as `[N, max_seq_length]`), plus
+(`multiple_choice_feature_spec` below parses them as `[N, max_seq_length]`), plus
 `label_ids` (the right choice; 0 for unlabelled test rows) and `is_real_example`. Eval and predict
 files are padded to whole batches with all-zero rows whose `is_real_example` is 0, as
 `run_classifier.py`'s.
@@ -66,3 +66,16 @@ def write_records(path, examples, tokenizer, max_seq_length, batch_size=1):
   return record_files.write_padded_records(
       path, examples, lambda example: to_tf_example(example, tokenizer, max_seq_length),
       padding_tf_example(len(examples[0].choices), max_seq_length), batch_size)
+
+
+def multiple_choice_feature_spec(num_choices, max_seq_length):
+  """Features of `run_multiple_choice.py`'s records (not in the original, which had no such
+  runner). Each record stores `input_ids`, `input_mask`, `segment_ids` as flat int64 lists of
+  `num_choices * max_seq_length` values, choice-major (choice i at `[i * max_seq_length,
+  (i + 1) * max_seq_length)`); this spec parses them as `[num_choices, max_seq_length]`.
+  `label_ids` is the right choice's index, `is_real_example` 0 for batch padding rows."""
+  spec = {name: tf.io.FixedLenFeature([num_choices, max_seq_length], tf.int64)
+          for name in ("input_ids", "input_mask", "segment_ids")}
+  spec["label_ids"] = tf.io.FixedLenFeature([], tf.int64)
+  spec["is_real_example"] = tf.io.FixedLenFeature([], tf.int64)
+  return spec

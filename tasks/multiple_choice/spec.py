@@ -12,7 +12,6 @@ import tensorflow as tf
 from base import atomic_files
 from base import errors
 from data import file_patterns
-from data import schemas
 from tasks import classifier
 from tasks import runner
 from tasks.multiple_choice import features as multiple_choice_features
@@ -102,7 +101,8 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
     return records
 
   def feature_spec(self, config, inputs, split):
-    return schemas.multiple_choice_feature_spec(inputs.num_choices, config.max_seq_length)
+    return multiple_choice_features.multiple_choice_feature_spec(inputs.num_choices,
+                                                                 config.max_seq_length)
 
   def make_task(self, config, bert_config, inputs):
     return multiple_choice_task.MultipleChoiceTask(bert_config)

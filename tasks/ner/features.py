@@ -152,3 +152,10 @@ def predicted_tags(windows, sentences, predicted_ids, label_list):
     for piece_index, sentence_index, word_index in window.labelled:
       tags[sentence_index][word_index] = label_list[int(row[piece_index + 1])]
   return tags
+
+
+def tagging_feature_spec(max_seq_length):
+  """Features of `run_ner.py`'s records (not in the original, which had no NER runner):
+  `label_ids` `[max_seq_length]`, -1 where no label applies."""
+  return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+          for name in ("input_ids", "input_mask", "segment_ids", "label_ids")}

@@ -9,7 +9,6 @@ import numpy as np
 
 from base import errors
 from data import file_patterns
-from data import schemas
 from tasks import runner
 from tasks.ner import features as ner_features
 from tasks.ner import metrics as ner_metrics
@@ -90,7 +89,7 @@ class NerSpec(runner.FineTuningSpec):
     return records
 
   def feature_spec(self, config, inputs, split):
-    return schemas.tagging_feature_spec(config.max_seq_length)
+    return ner_features.tagging_feature_spec(config.max_seq_length)
 
   def sequence_features(self, config, inputs):
     return tuple(self.feature_spec(config, inputs, "train"))

@@ -220,3 +220,17 @@ def write_records(path, features, is_training):
   """
   return atomic_files.write_tf_examples(
       path, (to_tf_example(feature, is_training) for feature in features))
+
+
+def squad_feature_spec(max_seq_length, is_training):
+  """Features of `run_squad.py`'s records; `is_impossible` is written but, as the original, not read."""
+  spec = {
+      "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+  }
+  if is_training:
+    spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+  return spec

@@ -9,7 +9,6 @@ import random
 from absl import logging
 
 from base import errors
-from data import schemas
 from tasks import runner
 from tasks.squad import features as squad_features
 from tasks.squad import metrics as squad_metrics
@@ -114,7 +113,7 @@ class SquadSpec(runner.FineTuningSpec):
             "questions")
 
   def feature_spec(self, config, inputs, split):
-    return schemas.squad_feature_spec(config.max_seq_length, is_training=split == "train")
+    return squad_features.squad_feature_spec(config.max_seq_length, is_training=split == "train")
 
   def make_task(self, config, bert_config, inputs):
     return squad_task.SquadTask(bert_config, config.max_seq_length)
