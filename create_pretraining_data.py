@@ -4,12 +4,12 @@ Input: text files with one sentence per line and a blank line between documents.
 `tf.train.Example` records with the original seven features, plus `_<output name>.stats.json`
 beside the first output (a name that `--input_file=<output>*` does not match). With
 `--pack_sequences`, each record instead packs up to `--max_sequences_per_pack` instances into
-one `max_seq_length` row, with four more features (`data/schemas.py`,
+one `max_seq_length` row, with four more features (`tasks/pretraining/features.py`,
 `packed_pretraining_feature_spec`), which `run_pretraining.py` reads.
 
 With `--runner` and Apache Beam's other pipeline options (`pip install -r requirements-beam.txt`),
 the same shards are made by a Beam pipeline instead of local processes: the same records, byte for
-byte, on any runner (`data/beam_pretraining_data.py`; docs/pretraining.md has the Dataflow
+byte, on any runner (`tasks/pretraining/beam.py`; docs/pretraining.md has the Dataflow
 command).
 
 Example:

@@ -6,7 +6,7 @@ instances at `--dupe_factor=5 --max_seq_length=128` with:
     tokenizer, shards of `--shard_documents` documents, masking vectorised with NumPy);
   - the baseline: the same algorithm as the original's design, in one process from the project's
     pure-Python parts: the `FullTokenizer`, the transcription of the original's instance creation
-    and per-instance masking on `random.Random` (`pretraining_instances`, as
+    and per-instance masking on `random.Random` (`instances`, as
     `--original_random_stream`), and one `tf.train.Example` per instance.
 Each run is a child process whose peak memory, summed over its process tree and sampled every
 50 ms, is reported: resident (RSS, counting a page that forked processes share once in each),
@@ -37,8 +37,8 @@ from absl import flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from data import pretraining_data_writer  # pylint: disable=g-import-not-at-top
 from data import wikitext  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import writer as writer_lib  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("wikitext", None, "wikitext-2-valid.tokens.txt")
@@ -61,25 +61,25 @@ import time
 
 import tensorflow as tf
 
-from data import pretraining_data_writer
-from data import pretraining_instances
 from data import schemas
 from data import text_files
 from data import tokenization
+from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import writer as writer_lib
 
 start = time.perf_counter()
 input_file, output_file, vocab_file, dupe_factor = sys.argv[1:]
 tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
-(documents, _), = pretraining_data_writer.read_document_shards([input_file], 10 ** 9,
+(documents, _), = writer_lib.read_document_shards([input_file], 10 ** 9,
                                                                text_files.DecodeStats())
 documents = [[ids for ids in (tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
                               for line in document) if ids]
              for document in documents]
-instances = pretraining_instances.create_instances(
+instances = instances_lib.create_instances(
     documents, int(dupe_factor), max_seq_length=128, short_seq_prob=0.1, masked_lm_prob=0.15,
     max_predictions_per_seq=20,
-    special_ids=pretraining_instances.SpecialIds.from_vocab(tokenizer.vocab),
-    do_whole_word_mask=False, rng=pretraining_instances.seeded_rng(12345, 0))
+    special_ids=instances_lib.SpecialIds.from_vocab(tokenizer.vocab),
+    do_whole_word_mask=False, rng=instances_lib.seeded_rng(12345, 0))
 
 with tf.io.TFRecordWriter(output_file) as writer:
   for instance in instances:
@@ -175,7 +175,7 @@ def main(argv):
           f"--shard_documents={FLAGS.shard_documents}"]
       seconds, peak_rss, log = run_measured(command)
       instances = int(log.split("Wrote ")[1].split(" ")[0])
-      with open(pretraining_data_writer.stats_path(output), encoding="utf-8") as stats:
+      with open(writer_lib.stats_path(output), encoding="utf-8") as stats:
         work_seconds = json.load(stats)["seconds"]
       _, peak_pss, _ = run_measured(command, measure="pss")
       return Run(f"this project, {FLAGS.num_workers} workers", times, seconds, work_seconds,

@@ -38,15 +38,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-from data import pretraining_data_writer  # pylint: disable=g-import-not-at-top
-from data import schemas  # pylint: disable=g-import-not-at-top
 from data import wikitext  # pylint: disable=g-import-not-at-top
 from modeling import bert_config  # pylint: disable=g-import-not-at-top
 from modeling import optimization  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import features  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import task  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import writer  # pylint: disable=g-import-not-at-top
 from tests import pretraining_records  # pylint: disable=g-import-not-at-top
 from training import engine  # pylint: disable=g-import-not-at-top
 from training import input_pipeline  # pylint: disable=g-import-not-at-top
-from training import pretraining_task  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("steps", 20, "Timed optimizer steps per row.")
@@ -86,9 +86,9 @@ def time_training(shape, variant, data_path, output_dir):
       output_dir=output_dir, num_train_steps=FLAGS.steps, train_batch_size=FLAGS.batch_size,
       steps_per_loop=FLAGS.steps, save_checkpoints_steps=10 ** 9, **VARIANTS[variant])
   trainer = engine.Trainer(
-      tf.distribute.OneDeviceStrategy("/cpu:0"), pretraining_task.PretrainingTask(config),
+      tf.distribute.OneDeviceStrategy("/cpu:0"), task.PretrainingTask(config),
       run_config, lambda: optimization.create_optimizer(1e-4, 10 ** 6, 0))
-  spec = schemas.pretraining_feature_spec(FLAGS.seq_length, NUM_PREDICTIONS)
+  spec = features.pretraining_feature_spec(FLAGS.seq_length, NUM_PREDICTIONS)
   input_fn = input_pipeline.make_input_fn([data_path], spec, FLAGS.batch_size, True)
   trainer.train(input_fn)
   trainer.config = dataclasses.replace(run_config, num_train_steps=2 * FLAGS.steps)
@@ -99,7 +99,7 @@ def time_training(shape, variant, data_path, output_dir):
 
 def time_input_pipeline(data_path, num_batches=500):
   """Returns batches/s of the training input pipeline alone."""
-  spec = schemas.pretraining_feature_spec(FLAGS.seq_length, NUM_PREDICTIONS)
+  spec = features.pretraining_feature_spec(FLAGS.seq_length, NUM_PREDICTIONS)
   dataset = input_pipeline.make_dataset([data_path], spec, FLAGS.batch_size, True)
   iterator = iter(dataset)
   for _ in range(20):
@@ -118,13 +118,13 @@ def write_corpus_records(text_path, output_path, max_seq_length, max_predictions
                          max_sequences_per_pack):
   """Pretraining records of a text file (dupe factor 1, seed 12345), packed unless
   `max_sequences_per_pack` is None; returns the stats."""
-  settings = pretraining_data_writer.Settings(
+  settings = writer.Settings(
       vocab_file=FLAGS.vocab_file, do_lower_case=True, max_seq_length=max_seq_length,
       max_predictions_per_seq=max_predictions, random_seed=12345, dupe_factor=1,
       masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False,
       pack_sequences=max_sequences_per_pack is not None,
       max_sequences_per_pack=max_sequences_per_pack or 1)
-  return pretraining_data_writer.write_pretraining_data([text_path], [output_path], settings)
+  return writer.write_pretraining_data([text_path], [output_path], settings)
 
 
 def training_timer(records_path, layout, output_dir):
@@ -141,7 +141,7 @@ def training_timer(records_path, layout, output_dir):
       steps_per_loop=steps, save_checkpoints_steps=10 ** 9)
   trainer = engine.Trainer(
       tf.distribute.OneDeviceStrategy("/cpu:0"),
-      pretraining_task.PretrainingTask(config, packed=layout.packed), run_config,
+      task.PretrainingTask(config, packed=layout.packed), run_config,
       lambda: optimization.create_optimizer(1e-4, 10 ** 6, 0))
   input_fn = input_pipeline.make_input_fn([records_path], layout.feature_spec(),
                                           FLAGS.packing_batch_size, True)
@@ -199,9 +199,9 @@ def packing_rows(temp_dir):
   for name, max_seq_length, max_predictions, records, stats in timing:
     timers = {}
     for size, path in records.items():
-      layout = pretraining_task.RecordLayout(
+      layout = task.RecordLayout(
           max_seq_length,
-          max_predictions if size is None else schemas.packed_predictions_per_row(
+          max_predictions if size is None else features.packed_predictions_per_row(
               max_predictions, size), size)
       # A fresh directory per run: a trainer resumes from a checkpoint it finds.
       timers[size] = training_timer(path, layout, tempfile.mkdtemp(dir=temp_dir))

@@ -30,7 +30,7 @@ TRANSFORMER_LAYER_SCOPES = (
 
 # The encoder's inputs, in the original's names.
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
-# What a packed encoder also takes (`data.schemas.packed_pretraining_feature_spec`).
+# What a packed encoder also takes (`tasks.pretraining.features.packed_pretraining_feature_spec`).
 PACKED_ENCODER_INPUTS = ENCODER_INPUTS + ("position_ids", "instance_ids")
 
 
@@ -95,7 +95,7 @@ class BertEncoder(config_model.BertConfigModel):
     input_mask: int32 `[batch_size, seq_length]`, 1 for real tokens, 0 for padding.
     segment_ids: int32 `[batch_size, seq_length]`.
     position_ids, instance_ids: int32 `[batch_size, seq_length]`, only when `packed` (see
-      `data.schemas.packed_pretraining_feature_spec`).
+      `tasks.pretraining.features.packed_pretraining_feature_spec`).
 
   Outputs (dict):
     sequence_output: `[batch_size, seq_length, hidden_size]`, the last layer.

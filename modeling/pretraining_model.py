@@ -8,7 +8,7 @@ from modeling import heads
 from modeling import task_model
 
 PRETRAINING_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
-# What a packed model also takes (`data.schemas.packed_pretraining_feature_spec`).
+# What a packed model also takes (`tasks.pretraining.features.packed_pretraining_feature_spec`).
 PACKED_PRETRAINING_INPUTS = PRETRAINING_INPUTS + ("position_ids", "instance_ids",
                                                   "next_sentence_positions")
 
@@ -23,9 +23,9 @@ class BertPretrainingModel(task_model.BertTaskModel):
 
   Args:
     config: a `BertConfig` (or its dict).
-    packed: read packed rows (`data.schemas.packed_pretraining_feature_spec`): several instances
-      per row, each attending only to itself, with positions restarting at 0, and a next-sentence
-      prediction at each instance's `[CLS]`.
+    packed: read packed rows (`tasks.pretraining.features.packed_pretraining_feature_spec`):
+      several instances per row, each attending only to itself, with positions restarting at 0,
+      and a next-sentence prediction at each instance's `[CLS]`.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;

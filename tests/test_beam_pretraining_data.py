@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -10,11 +11,11 @@ import tarfile
 import pytest
 import tensorflow as tf
 
-from data import beam_pretraining_data
 from data import file_patterns
-from data import pretraining_data_writer
 from data import text_files
 from data import wikitext
+from tasks.pretraining import beam as beam_lib
+from tasks.pretraining import writer
 from tests import scripts
 from tests.conftest import REPO_ROOT
 
@@ -40,18 +41,18 @@ def test_pieces_cut_at_shard_boundaries_make_the_local_shards(tmp_path, shard_do
            write_documents(tmp_path / "b.txt", []),
            write_documents(tmp_path / "c.txt", documents[4:5]),
            write_documents(tmp_path / "d.txt", documents[5:])]
-  local = [shard for shard, _ in pretraining_data_writer.read_document_shards(
+  local = [shard for shard, _ in writer.read_document_shards(
       paths, shard_documents, text_files.DecodeStats())]
   assert [len(shard) for shard in local[:-1]] == [shard_documents] * (len(local) - 1)
   assert [document for shard in local for document in shard] == documents
 
   input_files = list(enumerate(paths))
-  first_documents = beam_pretraining_data._first_documents(
-      [beam_pretraining_data._count_documents(input_file) for input_file in input_files])
+  first_documents = beam_lib._first_documents(
+      [beam_lib._count_documents(input_file) for input_file in input_files])
   assert first_documents == {0: 0, 1: 4, 2: 4, 3: 5}
   pieces = {}
   for input_file in reversed(input_files):  # A pipeline's order is any order.
-    for shard_index, piece in beam_pretraining_data._shard_pieces(input_file, first_documents,
+    for shard_index, piece in beam_lib._shard_pieces(input_file, first_documents,
                                                                   shard_documents):
       pieces.setdefault(shard_index, []).append(piece)
   beam_shards = [[document for _, piece in sorted(pieces[index], key=lambda p: p[0])
@@ -68,12 +69,12 @@ def test_pieces_cut_at_shard_boundaries_make_the_local_shards(tmp_path, shard_do
      "argument --direct_num_workers: invalid int value: 'two'"),
 ])
 def test_pipeline_options_that_cannot_work_are_one_line_errors(args, expected):
-  with pytest.raises(beam_pretraining_data.PipelineOptionsError, match=expected):
-    beam_pretraining_data.pipeline_options_from_args(args)
+  with pytest.raises(beam_lib.PipelineOptionsError, match=expected):
+    beam_lib.pipeline_options_from_args(args)
 
 
 def test_pipeline_options_keep_what_beam_defines():
-  options = beam_pretraining_data.pipeline_options_from_args(
+  options = beam_lib.pipeline_options_from_args(
       ["--runner", "DataflowRunner", "--project=p", "--region", "r",
        "--temp_location=gs://bucket/tmp"]).get_all_options()
   assert (options["runner"], options["project"], options["region"], options["temp_location"]) == (
@@ -186,7 +187,7 @@ def test_bad_input_is_the_local_paths_one_line_error(tmp_path, sample_vocab, cas
 def test_the_package_remote_workers_install_holds_the_pipelines_code(tmp_path):
   tree = tmp_path / "tree"
   tree.mkdir()
-  for name in ("pyproject.toml", "base", "data"):
+  for name in ("pyproject.toml", "base", "data", "tasks"):
     source = REPO_ROOT / name
     (shutil.copytree if source.is_dir() else shutil.copy)(source, tree / name)
   # What Beam's stager runs for --setup_file=./pyproject.toml.
@@ -195,7 +196,20 @@ def test_the_package_remote_workers_install_holds_the_pipelines_code(tmp_path):
   sdist, = (tmp_path / "dist").glob("*.tar.gz")
   with tarfile.open(sdist) as archive:
     names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-  assert {"data/beam_pretraining_data.py", "data/pretraining_data_writer.py",
+  assert {"tasks/pretraining/beam.py", "tasks/pretraining/writer.py",
           "base/atomic_files.py"} <= names
-  assert names >= {f"{package}/{path.name}" for package in ("base", "data")
+  assert names >= {f"{package}/{path.name}" for package in ("base", "data", "tasks/pretraining")
                    for path in (REPO_ROOT / package).glob("*.py")}
+  # Every module of the project the pipeline's code imports, and no other task family.
+  imported = subprocess.run(
+      [sys.executable, "-c", "import sys, tasks.pretraining.beam; print('\\n'.join("
+       "m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))"],
+      cwd=REPO_ROOT, check=True, capture_output=True, text=True).stdout.split()
+  project = {pathlib.Path(path).relative_to(REPO_ROOT).as_posix() for path in imported
+             if pathlib.Path(path).is_relative_to(REPO_ROOT)
+             and not pathlib.Path(path).is_relative_to(REPO_ROOT / ".venv")}
+  assert "tasks/pretraining/beam.py" in project and project <= names
+  other_families = [path.name for path in (REPO_ROOT / "tasks").iterdir()
+                    if (path / "__init__.py").exists() and path.name != "pretraining"]
+  assert not [name for name in names for family in other_families
+              if name.startswith(f"tasks/{family}/")]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import instance_batches
-from data import pretraining_instances
-from data import schemas
 from data import tokenization
-from data import vectorized_masking
 from data import wikitext
+from tasks.pretraining import batches
+from tasks.pretraining import features
+from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import masking
 from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
@@ -30,7 +30,7 @@ def run_script(*flags):
 
 
 def read_records(paths, compression_type=None, spec=None):
-  spec = spec or schemas.pretraining_feature_spec(MAX_SEQ_LENGTH, MAX_PREDICTIONS)
+  spec = spec or features.pretraining_feature_spec(MAX_SEQ_LENGTH, MAX_PREDICTIONS)
   columns = collections.defaultdict(list)
   for record in tf.data.TFRecordDataset([str(p) for p in paths],
                                         compression_type=compression_type):
@@ -101,7 +101,7 @@ def test_records_have_the_original_schema_and_invariants(tmp_path, sample_vocab)
 SPAWNED_WORKERS = """
 import sys
 import tensorflow as tf
-from data import pretraining_data_writer as writer
+from tasks.pretraining import writer
 tf.constant(0)
 settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=64,
                            max_predictions_per_seq=10, random_seed=12345, dupe_factor=2,
@@ -154,7 +154,7 @@ import signal
 import sys
 import tempfile
 import time
-from data import pretraining_data_writer as writer
+from tasks.pretraining import writer
 tempfile.tempdir = sys.argv[4]
 process_shard = writer.process_shard
 def fail_at_shard_2(shard_index, *arguments):
@@ -224,39 +224,39 @@ def test_whole_word_masking_masks_whole_words_only(tmp_path, sample_vocab):
 
 
 # Ids 0-4: [CLS], [SEP], [MASK] and two word starts; 5-9: `##` pieces.
-TOY_SPECIAL_IDS = pretraining_instances.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=10,
+TOY_SPECIAL_IDS = instances_lib.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=10,
                                                    is_continuation=[False] * 5 + [True] * 5)
 
 
 def exact_masking(ids, do_whole_word_mask, draws, seed=0):
   """The original masker `draws` times on `ids`; list of (positions, labels, actions)."""
   rng = random.Random(seed)
-  return [pretraining_instances.create_masked_lm_predictions(
+  return [instances_lib.create_masked_lm_predictions(
       ids, 0.15, 20, TOY_SPECIAL_IDS, do_whole_word_mask, rng)[1:] for _ in range(draws)]
 
 
 def vectorized_masking_draws(ids, do_whole_word_mask, draws, seed=0):
   """The vectorised masker on `draws` copies of `ids`; list of (positions, labels, actions)."""
-  instance = pretraining_instances.TrainingInstance(
+  instance = instances_lib.TrainingInstance(
       input_ids=ids, segment_ids=[0] * len(ids), is_random_next=False, masked_lm_positions=[],
       masked_lm_ids=[], masking_actions=[], is_short_target=False, is_single_segment=False)
-  batch = vectorized_masking.mask_batch(
-      instance_batches.from_instances([instance] * draws, len(ids) + 3, 20), 0.15, 20,
-      TOY_SPECIAL_IDS, do_whole_word_mask, vectorized_masking.seeded_generator(seed, 0))
+  batch = masking.mask_batch(
+      batches.from_instances([instance] * draws, len(ids) + 3, 20), 0.15, 20,
+      TOY_SPECIAL_IDS, do_whole_word_mask, masking.seeded_generator(seed, 0))
   # Labels are the ids before masking, and the masked ids the replacements the actions say.
   real = np.arange(20) < batch.num_predictions[:, None]
   rows = np.nonzero(real)[0]
   positions, labels = batch.masked_lm_positions[real], batch.masked_lm_ids[real]
-  actions = np.array(instance_batches.ACTIONS)[batch.masked_lm_actions[real]]
+  actions = np.array(batches.ACTIONS)[batch.masked_lm_actions[real]]
   replaced = batch.input_ids[rows, positions]
   assert (labels == np.array(ids)[positions]).all()
-  assert (replaced[actions == pretraining_instances.MASK] == 2).all()
-  assert (replaced[actions == pretraining_instances.KEEP]
-          == labels[actions == pretraining_instances.KEEP]).all()
+  assert (replaced[actions == instances_lib.MASK] == 2).all()
+  assert (replaced[actions == instances_lib.KEEP]
+          == labels[actions == instances_lib.KEEP]).all()
   assert ((replaced >= 0) & (replaced < 10)).all()
   return [(batch.masked_lm_positions[row, :count].tolist(),
            batch.masked_lm_ids[row, :count].tolist(),
-           [instance_batches.ACTIONS[a] for a in batch.masked_lm_actions[row, :count]])
+           [batches.ACTIONS[a] for a in batch.masked_lm_actions[row, :count]])
           for row, count in enumerate(batch.num_predictions)]
 
 
@@ -294,7 +294,7 @@ def test_vectorized_masking_has_the_distribution_of_the_original(ids):
       actions.update(row_actions)
     total = sum(actions.values())
     return (per_position / len(results), per_count / len(results),
-            np.array([actions[a] / total for a in instance_batches.ACTIONS]))
+            np.array([actions[a] / total for a in batches.ACTIONS]))
 
   exact_positions, exact_counts, exact_actions = summary(exact)
   fast_positions, fast_counts, fast_actions = summary(fast)
@@ -320,9 +320,9 @@ def test_original_random_stream_gives_the_original_instances(tmp_path, sample_vo
       documents.append([])
     elif ids := tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)):
       documents[-1].append(ids)
-  instances = pretraining_instances.create_instances(
+  instances = instances_lib.create_instances(
       documents, 2, MAX_SEQ_LENGTH, 0.1, 0.15, MAX_PREDICTIONS,
-      pretraining_instances.SpecialIds.from_vocab(tokenization.load_vocab(sample_vocab)), True,
+      instances_lib.SpecialIds.from_vocab(tokenization.load_vocab(sample_vocab)), True,
       random.Random(12345))
   assert len(instances) == len(records["input_ids"])
   for index, instance in enumerate(instances):
@@ -354,10 +354,10 @@ def packed_run(tmp_path_factory, sample_vocab):
   directory = tmp_path_factory.mktemp("packing")
   [packed] = create_packed(directory / "packed", sample_vocab, "--pack_sequences")
   [unpacked] = create_packed(directory / "unpacked", sample_vocab)
-  spec = schemas.packed_pretraining_feature_spec(PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK)
+  spec = features.packed_pretraining_feature_spec(PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK)
   return (read_records([packed], spec=spec),
           json.loads((directory / "packed" / "_out.tfrecord.stats.json").read_text()),
-          read_records([unpacked], spec=schemas.pretraining_feature_spec(PACKED_LENGTH,
+          read_records([unpacked], spec=features.pretraining_feature_spec(PACKED_LENGTH,
                                                                          PACKED_PREDICTIONS)),
           json.loads((directory / "unpacked" / "_out.tfrecord.stats.json").read_text()),
           packed)
@@ -422,9 +422,9 @@ def test_packed_rows_keep_the_layout_invariants(packed_run, sample_vocab):
   example = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(str(output)))).numpy())
   lengths = {name: len(getattr(feature, feature.WhichOneof("kind")).value)
              for name, feature in example.features.feature.items()}
-  assert lengths == {name: spec.shape[0] for name, spec in schemas.packed_pretraining_feature_spec(
+  assert lengths == {name: spec.shape[0] for name, spec in features.packed_pretraining_feature_spec(
       PACKED_LENGTH, PACKED_PREDICTIONS, PER_PACK).items()}
-  assert set(schemas.PACKED_PRETRAINING_FEATURES) < set(lengths)
+  assert set(features.PACKED_PRETRAINING_FEATURES) < set(lengths)
   for row in rows(packed):
     num_instances = int(row["next_sentence_weights"].sum())
     assert 1 <= num_instances <= PER_PACK
@@ -452,7 +452,7 @@ def test_packed_rows_keep_the_layout_invariants(packed_run, sample_vocab):
     count = int(row["masked_lm_weights"].sum())
     assert count == sum(min(PACKED_PREDICTIONS, max(1, round((end - start) * 0.15)))
                         for start, end in zip(starts, ends))
-    assert count <= schemas.packed_predictions_per_row(PACKED_PREDICTIONS, PER_PACK)
+    assert count <= features.packed_predictions_per_row(PACKED_PREDICTIONS, PER_PACK)
     assert set(row["masked_lm_weights"][:count]) == {1.0}
     positions = row["masked_lm_positions"][:count]
     assert (np.diff(positions) > 0).all() and (positions < total).all()

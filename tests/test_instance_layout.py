@@ -1,5 +1,5 @@
-"""The fast layout (`instance_layout`, on token ranges) against the transcription of the original
-(`pretraining_instances`, on lists): the same instances from the same documents and seed."""
+"""The fast layout (`layout`, on token ranges) against the transcription of the original
+(`instances`, on lists): the same instances from the same documents and seed."""
 
 import collections
 import random
@@ -7,14 +7,14 @@ import random
 import numpy as np
 import pytest
 
-from data import instance_batches
-from data import instance_layout
-from data import pretraining_instances
 from data import tokenization
+from tasks.pretraining import batches
+from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import layout
 from tests.conftest import SAMPLES_DIR
 
 # Ids 0-2: [CLS], [SEP], [MASK]; the rest words.
-SPECIAL_IDS = pretraining_instances.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=100,
+SPECIAL_IDS = instances_lib.SpecialIds(cls_id=0, sep_id=1, mask_id=2, vocab_size=100,
                                                is_continuation=[False] * 100)
 MAX_PREDICTIONS = 5
 
@@ -24,9 +24,9 @@ def both_layouts(lines, lines_per_document, dupe_factor, max_seq_length, short_s
   """(fast batch, fast counts, transcription batch, transcription counts) of tokenized lines."""
   ids = np.array([token for line in lines for token in line], np.int64)
   line_splits = np.cumsum([0] + [len(line) for line in lines])
-  documents = instance_layout.Documents.from_lines(ids, line_splits, lines_per_document)
+  documents = layout.Documents.from_lines(ids, line_splits, lines_per_document)
   fast_counts, original_counts = collections.Counter(), collections.Counter()
-  fast = instance_layout.create_instance_batch(
+  fast = layout.create_instance_batch(
       documents, dupe_factor, max_seq_length, short_seq_prob, MAX_PREDICTIONS, special_ids,
       random.Random(seed), fast_counts)
   # The transcription on the documents as lists, empty lines and documents dropped as the
@@ -36,10 +36,10 @@ def both_layouts(lines, lines_per_document, dupe_factor, max_seq_length, short_s
     lists.append([line for line in lines[start:start + count] if line])
     start += count
   assert documents.as_lists() == [document for document in lists if document]
-  instances = pretraining_instances.create_instances(
+  instances = instances_lib.create_instances(
       lists, dupe_factor, max_seq_length, short_seq_prob, 0.15, MAX_PREDICTIONS, special_ids,
       False, random.Random(seed), original_counts, mask_with_rng=False)
-  original = instance_batches.from_instances(instances, max_seq_length, MAX_PREDICTIONS)
+  original = batches.from_instances(instances, max_seq_length, MAX_PREDICTIONS)
   return fast, fast_counts, original, original_counts
 
 

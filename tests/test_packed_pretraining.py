@@ -69,8 +69,8 @@ def _unpacked_batch(instances):
 
 
 def _packed_batch(instances, packs):
-  """The instances laid out as `data.schemas.packed_pretraining_feature_spec` describes, written
-  here independently of the data writer."""
+  """The instances laid out as `tasks.pretraining.features.packed_pretraining_feature_spec`
+  describes, written here independently of the data writer."""
   slots = MAX_PREDICTIONS + MAX_SEQUENCES_PER_PACK
   batch = {name: np.zeros([len(packs), SEQ_LENGTH], np.int32)
            for name in ("input_ids", "input_mask", "segment_ids", "position_ids",

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data import instance_batches
-from data import pretraining_examples
-from data import sequence_packing
+from tasks.pretraining import batches
+from tasks.pretraining import examples
+from tasks.pretraining import packing
 
 
 def protobuf_bytes(batch):
@@ -38,7 +38,7 @@ def protobuf_bytes(batch):
 def random_batch(rng, num_rows, max_seq_length, max_predictions, largest_id):
   lengths = rng.integers(min(5, max_seq_length), max_seq_length + 1, num_rows)
   num_predictions = rng.integers(0, max_predictions + 1, num_rows)
-  return instance_batches.InstanceBatch(
+  return batches.InstanceBatch(
       input_ids=rng.integers(0, largest_id, (num_rows, max_seq_length)),
       segment_ids=rng.integers(0, 2, (num_rows, max_seq_length)),
       lengths=lengths,
@@ -63,7 +63,7 @@ def test_bytes_equal_protobufs(max_seq_length, max_predictions, largest_id):
   batch.input_ids[0, :6] = [0, 127, 128, 16383, 16384, 2 ** 21]
   if largest_id > 2 ** 32:
     batch.input_ids[1, :3] = [-1, -(2 ** 63), 2 ** 63 - 1]
-  serialized = pretraining_examples.serialize(batch)
+  serialized = examples.serialize(batch)
   expected = protobuf_bytes(batch)
   assert len(serialized) == len(expected) == 200
   for row, (ours, theirs) in enumerate(zip(serialized, expected)):
@@ -72,7 +72,7 @@ def test_bytes_equal_protobufs(max_seq_length, max_predictions, largest_id):
 
 def test_no_rows_give_no_examples():
   batch = random_batch(np.random.default_rng(0), 0, 16, 3, 100)
-  assert pretraining_examples.serialize(batch) == []
+  assert examples.serialize(batch) == []
 
 
 def random_packed_batch(rng, num_rows, max_seq_length, max_predictions, k, largest_id):
@@ -87,7 +87,7 @@ def random_packed_batch(rng, num_rows, max_seq_length, max_predictions, k, large
             for name, width in shapes.items()}
   arrays["masked_lm_weights"] = rng.random((num_rows, max_predictions + k)).astype(np.float32)
   arrays["next_sentence_weights"] = rng.integers(0, 2, (num_rows, k)).astype(np.float32)
-  return sequence_packing.PackedBatch(**arrays)
+  return packing.PackedBatch(**arrays)
 
 
 @pytest.mark.parametrize("max_seq_length,max_predictions,k,largest_id", [
@@ -110,7 +110,7 @@ def test_packed_bytes_equal_protobufs(max_seq_length, max_predictions, k, larges
           tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist())))
     expected.append(tf.train.Example(features=tf.train.Features(feature=feature))
                     .SerializeToString(deterministic=True))
-  serialized = pretraining_examples.serialize_packed(packed)
+  serialized = examples.serialize_packed(packed)
   assert len(serialized) == 1500  # two blocks of rows
   for row, (ours, theirs) in enumerate(zip(serialized, expected)):
     assert ours == theirs, row

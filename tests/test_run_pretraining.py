@@ -113,13 +113,13 @@ import keras
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from data import schemas
 from modeling import bert_config, optimization
-from training import engine, input_pipeline, pretraining_task
+from tasks.pretraining import features, task
+from training import engine, input_pipeline
 
 data_path, output_dir, config_json = sys.argv[1], sys.argv[2], sys.argv[3]
 config = bert_config.BertConfig.from_dict(json.loads(config_json))
-spec = schemas.pretraining_feature_spec(%(seq)d, %(pred)d)
+spec = features.pretraining_feature_spec(%(seq)d, %(pred)d)
 losses = {}
 # The packed model reads the records as packed rows of one instance each.
 for name, strategy, packed in (
@@ -129,11 +129,11 @@ for name, strategy, packed in (
   keras.utils.set_random_seed(0)  # the same initial weights in every run
   run_config = engine.RunConfig(output_dir=f"{output_dir}/{name}", num_train_steps=5,
                                 train_batch_size=8, steps_per_loop=5, save_checkpoints_steps=5)
-  trainer = engine.Trainer(strategy, pretraining_task.PretrainingTask(config, packed=packed),
+  trainer = engine.Trainer(strategy, task.PretrainingTask(config, packed=packed),
                            run_config, lambda: optimization.create_optimizer(1e-3, 5, 1))
   input_fn = input_pipeline.make_input_fn(
       [data_path], spec, 8, True, shuffle_buffer_size=0, seed=0,
-      example_fn=pretraining_task.as_packed_rows if packed else None)
+      example_fn=task.as_packed_rows if packed else None)
   losses[name] = [loss for _, loss in trainer.train(input_fn)["history"]]
 print("LOSSES " + json.dumps(losses))
 """ % {"seq": SEQ_LENGTH, "pred": NUM_PREDICTIONS}

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from data import instance_batches
-from data import pretraining_instances
-from data import sequence_packing
-from data import vectorized_masking
+from tasks.pretraining import batches
+from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import masking as masking_lib
+from tasks.pretraining import packing as packing_lib
 
 
 def best_fit_reference(lengths, max_seq_length, max_sequences_per_pack):
@@ -41,7 +41,7 @@ def best_fit_reference(lengths, max_seq_length, max_sequences_per_pack):
     ([], 10, 3, np.zeros((0, 3), np.int64)),
 ])
 def test_best_fit_decreasing_on_hand_made_lengths(lengths, max_seq_length, k, expected):
-  packs = sequence_packing.choose_packs(lengths, max_seq_length, k)
+  packs = packing_lib.choose_packs(lengths, max_seq_length, k)
   assert packs.dtype == np.int64 and packs.shape == np.shape(expected)
   np.testing.assert_array_equal(packs, expected)
   np.testing.assert_array_equal(packs, np.reshape(
@@ -55,7 +55,7 @@ def test_packs_hold_every_instance_once_within_the_limits(max_seq_length, k):
   lengths = np.where(rng.random(3000) < 0.7, rng.integers(max_seq_length - 10, max_seq_length + 1,
                                                            3000),
                      rng.integers(5, max_seq_length + 1, 3000))
-  packs = sequence_packing.choose_packs(lengths, max_seq_length, k)
+  packs = packing_lib.choose_packs(lengths, max_seq_length, k)
   filled = packs >= 0
   assert sorted(packs[filled].tolist()) == list(range(len(lengths)))
   assert (filled[:, 0]).all() and (filled[:, :-1] >= filled[:, 1:]).all()  # slots fill in order
@@ -67,25 +67,25 @@ def test_packs_hold_every_instance_once_within_the_limits(max_seq_length, k):
     ([3, 11], 10, 2), ([3, 0], 10, 2), ([3], 10, 0)])
 def test_impossible_packing_raises(lengths, max_seq_length, k):
   with pytest.raises(ValueError):
-    sequence_packing.choose_packs(lengths, max_seq_length, k)
+    packing_lib.choose_packs(lengths, max_seq_length, k)
 
 
 def instance(ids, segment_ids, positions, is_random_next):
   ids = np.array(ids)
-  return pretraining_instances.TrainingInstance(
+  return instances_lib.TrainingInstance(
       input_ids=ids.tolist(), segment_ids=segment_ids, is_random_next=is_random_next,
       masked_lm_positions=positions, masked_lm_ids=(ids[positions] + 100).tolist(),
-      masking_actions=[pretraining_instances.MASK] * len(positions), is_short_target=False,
+      masking_actions=[instances_lib.MASK] * len(positions), is_short_target=False,
       is_single_segment=False)
 
 
 def test_layout_of_hand_made_packs():
-  batch = instance_batches.from_instances([
+  batch = batches.from_instances([
       instance([2, 10, 3, 11, 3], [0, 0, 0, 1, 1], [1], True),
       instance([2, 12, 13, 3, 14, 3], [0, 0, 0, 0, 1, 1], [2, 4], False),
       instance([2, 15, 3, 16, 3], [0, 0, 0, 1, 1], [3], True),
   ], max_seq_length=12, max_predictions_per_seq=3)
-  packed = sequence_packing.layout(batch, np.array([[1, 0], [2, -1]]))
+  packed = packing_lib.layout(batch, np.array([[1, 0], [2, -1]]))
   expected = {
       "input_ids": [[2, 12, 13, 3, 14, 3, 2, 10, 3, 11, 3, 0], [2, 15, 3, 16, 3] + [0] * 7],
       "input_mask": [[1] * 11 + [0], [1] * 5 + [0] * 7],
@@ -107,7 +107,7 @@ def test_layout_of_hand_made_packs():
 
 
 def layout_reference(batch, packs):
-  """`sequence_packing.layout`, one instance at a time."""
+  """`packing.layout`, one instance at a time."""
   num_packs, k = packs.shape
   max_seq_length = batch.input_ids.shape[1]
   slots = batch.masked_lm_positions.shape[1] + k
@@ -148,14 +148,14 @@ def random_batch(rng, num_instances, max_seq_length, max_predictions):
         [2] + rng.integers(5, 1000, length - 2).tolist() + [3], [0] * length,
         np.sort(rng.choice(np.arange(1, length - 1), rng.integers(1, 3), replace=False)).tolist(),
         bool(rng.integers(2))))
-  return instance_batches.from_instances(instances, max_seq_length, max_predictions)
+  return batches.from_instances(instances, max_seq_length, max_predictions)
 
 
 def test_pack_lays_out_the_chosen_packs_in_a_drawn_order():
   batch = random_batch(np.random.default_rng(0), 500, 64, 4)
-  packed = sequence_packing.pack(batch, 3, sequence_packing.seeded_generator(12345, 0))
-  packs = sequence_packing.choose_packs(batch.lengths, 64, 3)
-  order = sequence_packing.seeded_generator(12345, 0).permutation(len(packs))
+  packed = packing_lib.pack(batch, 3, packing_lib.seeded_generator(12345, 0))
+  packs = packing_lib.choose_packs(batch.lengths, 64, 3)
+  order = packing_lib.seeded_generator(12345, 0).permutation(len(packs))
   for name, values in layout_reference(batch, packs[order]).items():
     np.testing.assert_array_equal(getattr(packed, name), values, err_msg=name)
   # Not the order the packs were made in, longest instances first.
@@ -166,13 +166,13 @@ def test_pack_lays_out_the_chosen_packs_in_a_drawn_order():
 def test_too_many_predictions_for_the_row_raise():
   # Three instances of 3 predictions in 3 + 3 slots: possible only when the writer's check of
   # max_predictions_per_seq was bypassed.
-  batch = instance_batches.from_instances(
+  batch = batches.from_instances(
       [instance([2, 10, 11, 3, 12, 13, 3], [0] * 7, [1, 2, 4], False)] * 3, 21, 3)
   with pytest.raises(ValueError, match="9 predictions, more than max_predictions_per_seq"):
-    sequence_packing.layout(batch, np.array([[0, 1, 2]]))
+    packing_lib.layout(batch, np.array([[0, 1, 2]]))
 
 
 def test_pack_generator_is_not_the_masking_generator():
-  packing = sequence_packing.seeded_generator(12345, 3).random(4)
-  masking = vectorized_masking.seeded_generator(12345, 3).random(4)
+  packing = packing_lib.seeded_generator(12345, 3).random(4)
+  masking = masking_lib.seeded_generator(12345, 3).random(4)
   assert not np.isin(packing, masking).any()

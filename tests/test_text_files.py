@@ -2,8 +2,8 @@
 
 import pytest
 
-from data import pretraining_data_writer
 from data import text_files
+from tasks.pretraining import writer
 
 CONTENT = ("héllo wörld\r\n\n\nxyz€ end\n".encode("utf-8") * 5 + b"bad \xff\xfe bytes\n"
            + "tail without newline ½".encode("utf-8"))
@@ -32,7 +32,7 @@ def test_a_progress_line_stays_at_most_100_percent_on_undecodable_input(tmp_path
   path.write_bytes(("caf\xe9 " * 200 + "\n\n").encode("latin-1") * 20)
   stats = text_files.DecodeStats()
   covered = sum(num_bytes for _, num_bytes
-                in pretraining_data_writer.read_document_shards([str(path)], 3, stats))
+                in writer.read_document_shards([str(path)], 3, stats))
   assert covered == path.stat().st_size and stats.undecodable_lines == 20
 
 

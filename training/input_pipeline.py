@@ -102,7 +102,7 @@ def make_dataset(file_paths, feature_spec, batch_size, is_training, input_contex
     dynamic_padding: pad batches to their length, not max_seq_length (see `batch_examples`).
     sequence_features: the `[max_seq_length]` features, for `dynamic_padding`.
     example_fn: None, or a function of one parsed example's dict returning the dict the model
-      takes (e.g. `pretraining_task.as_packed_rows`), applied before batching.
+      takes (e.g. `tasks.pretraining.task.as_packed_rows`), applied before batching.
 
   Returns:
     `tf.data.Dataset` of dicts name -> tensor `[batch_size] + feature shape`, ints as int32.

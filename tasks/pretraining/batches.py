@@ -1,7 +1,7 @@
 """A shard's pretraining instances as padded NumPy arrays, and their statistics.
 
-Both masking paths meet here: the original's (`pretraining_instances`, masked one instance at a
-time) is packed after masking, the vectorised one (`vectorized_masking`) masks the packed arrays.
+Both masking paths meet here: the original's (`instances`, masked one instance at a
+time) is packed after masking, the vectorised one (`masking`) masks the packed arrays.
 Examples are then built and counted from the arrays alone.
 """
 
@@ -10,10 +10,10 @@ import itertools
 
 import numpy as np
 
-from data import pretraining_instances
+from tasks.pretraining import instances as instances_lib
 
 # `masked_lm_actions` holds indices into this tuple.
-ACTIONS = (pretraining_instances.MASK, pretraining_instances.RANDOM, pretraining_instances.KEEP)
+ACTIONS = (instances_lib.MASK, instances_lib.RANDOM, instances_lib.KEEP)
 _ACTION_CODES = {action: code for code, action in enumerate(ACTIONS)}
 
 
@@ -56,7 +56,7 @@ def from_instances(instances, max_seq_length, max_predictions_per_seq):
   """Packs `TrainingInstance`s (masked or not) into an `InstanceBatch`.
 
   Args:
-    instances: list of `pretraining_instances.TrainingInstance`.
+    instances: list of `instances_lib.TrainingInstance`.
     max_seq_length, max_predictions_per_seq: the padded widths.
 
   Returns:

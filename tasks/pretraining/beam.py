@@ -1,11 +1,11 @@
 """Pretraining data on Apache Beam: the local path's shards, made by a pipeline's workers.
 
-The shards are those of `pretraining_data_writer.read_document_shards`: shard `k` holds the
+The shards are those of `writer.read_document_shards`: shard `k` holds the
 input's documents `k * shard_documents` to `(k + 1) * shard_documents - 1`, counted over the files
 in order. A pipeline does not read its files in order, so it reads them twice: once to count each
 file's documents (and lines, for the statistics), which gives every file its first document's
 index; then each file is cut at the shard boundaries, a shard's pieces are grouped and put back in
-file order, and the shard is made by `pretraining_data_writer.process_shard`, the function the
+file order, and the shard is made by `writer.process_shard`, the function the
 local workers run, with the same seed. Each shard writes its part files beside the outputs; the
 outputs then take them in shard order (`part_outputs`, as the local path appends them), one worker
 per output file, so that every output holds the local path's records in the local path's order.
@@ -26,8 +26,8 @@ import tensorflow as tf
 
 from base import atomic_files
 from base import errors
-from data import pretraining_data_writer
 from data import text_files
+from tasks.pretraining import writer
 
 # The namespace of the pipeline's counters (shown by Dataflow's monitoring page too).
 METRICS_NAMESPACE = "create_pretraining_data"
@@ -77,7 +77,7 @@ def _count_documents(input_file):
   `(file_index, path)`."""
   file_index, path = input_file
   stats = text_files.DecodeStats()
-  documents = sum(1 for _ in pretraining_data_writer.read_documents(path, stats))
+  documents = sum(1 for _ in writer.read_documents(path, stats))
   beam.metrics.Metrics.counter(METRICS_NAMESPACE, "lines").inc(stats.lines)
   return file_index, documents, stats.lines, stats.undecodable_lines
 
@@ -105,7 +105,7 @@ def _shard_pieces(input_file, first_documents, shard_documents):
   file_index, path = input_file
   document_index = first_documents[file_index]
   piece = []
-  for document in pretraining_data_writer.read_documents(path):
+  for document in writer.read_documents(path):
     if piece and document_index % shard_documents == 0:
       yield document_index // shard_documents - 1, (file_index, piece)
       piece = []
@@ -120,13 +120,13 @@ def _make_shard(shard, settings, num_outputs, compression_type, parts_directory)
   workers' function.
 
   Returns:
-    `(shard_index, part_paths, counts)`: see `pretraining_data_writer.process_shard`; counts as
+    `(shard_index, part_paths, counts)`: see `writer.process_shard`; counts as
     a dict.
   """
   shard_index, pieces = shard
   documents = [document for _, piece in sorted(pieces, key=lambda item: item[0])
                for document in piece]
-  part_paths, counts = pretraining_data_writer.process_shard(
+  part_paths, counts = writer.process_shard(
       shard_index, documents, settings, num_outputs, compression_type, parts_directory)
   for name in ("documents", "instances", "records"):
     beam.metrics.Metrics.counter(METRICS_NAMESPACE, name).inc(counts[name])
@@ -142,10 +142,10 @@ def _write_output(output_index, shards, temp_paths):
   records_before = 0
   with tf.io.gfile.GFile(temp_paths[output_index], "wb") as output:
     for _, part_paths, counts in sorted(shards, key=lambda shard: shard[0]):
-      for index, part_path in pretraining_data_writer.part_outputs(records_before, part_paths,
+      for index, part_path in writer.part_outputs(records_before, part_paths,
                                                                    len(temp_paths)):
         if index == output_index:
-          pretraining_data_writer.append_file(part_path, output)
+          writer.append_file(part_path, output)
       records_before += counts.get("records", 0)
   return output_index
 
@@ -166,7 +166,7 @@ def _finish(unused_outputs, shards, file_counts, settings, temp_paths, output_fi
   for temp_path, path in zip(temp_paths, output_files):
     if tf.io.gfile.exists(temp_path):
       tf.io.gfile.rename(temp_path, path, overwrite=True)
-  pretraining_data_writer.write_stats(output_files[0], pretraining_data_writer.summarize(
+  writer.write_stats(output_files[0], writer.summarize(
       counts, decode_stats, time.time() - start_time, settings))
 
 
@@ -177,7 +177,7 @@ def build_pipeline(pipeline, input_files, output_files, settings, shard_document
   Args:
     pipeline: a `beam.Pipeline`.
     input_files, output_files, settings, shard_documents, compression_type: as
-      `pretraining_data_writer.write_pretraining_data`.
+      `writer.write_pretraining_data`.
     temp_paths: the name each output is written under until all are complete.
     parts_directory: where the shards' part files wait (a directory every worker reaches).
     start_time: `time.time()` when the run started, for the statistics' seconds.
@@ -225,14 +225,14 @@ def write_pretraining_data(input_files, output_files, settings, options, shard_d
 
   Args:
     input_files, output_files, settings, shard_documents, compression_type: as
-      `pretraining_data_writer.write_pretraining_data`.
+      `writer.write_pretraining_data`.
     options: Beam's `PipelineOptions` (`pipeline_options_from_args`).
 
   Returns:
     the statistics dict, as written beside the first output.
 
   Raises:
-    pretraining_data_writer.NoDocumentsError: nothing to create instances from.
+    writer.NoDocumentsError: nothing to create instances from.
   """
   start_time = time.time()
   directory, name = os.path.split(output_files[0])
@@ -252,11 +252,11 @@ def write_pretraining_data(input_files, output_files, settings, options, shard_d
     result = pipeline.run()
     result.wait_until_finish()
     if not _counter(result, "instances"):
-      raise pretraining_data_writer.NoDocumentsError(len(input_files), _counter(result, "lines"))
+      raise writer.NoDocumentsError(len(input_files), _counter(result, "lines"))
   finally:
     for path in temp_paths + [parts_directory]:
       if tf.io.gfile.isdir(path):
         tf.io.gfile.rmtree(path)
       elif tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
-  return pretraining_data_writer.read_stats(output_files[0])
+  return writer.read_stats(output_files[0])

@@ -184,12 +184,12 @@ class PretrainingDataConfig(config.FlagConfig):
     if not [arg for arg in args if arg.startswith("-")]:
       return None
     try:
-      from data import beam_pretraining_data  # pylint: disable=g-import-not-at-top
+      from tasks.pretraining import beam  # pylint: disable=g-import-not-at-top
     except ImportError:
       raise errors.UsageError(
           f"{args[0]}: not a flag of this script; Apache Beam's pipeline options (--runner=...) "
           "need apache-beam: pip install -r requirements-beam.txt") from None
-    return beam_pretraining_data.pipeline_options_from_args(args)
+    return beam.pipeline_options_from_args(args)
 
   def validate(self):
     """Every check before the first document is read: the output files, Beam's options, the

@@ -15,7 +15,7 @@ import sys
 from absl import logging
 
 from base import errors
-from data import pretraining_data_writer
+from tasks.pretraining import writer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +45,8 @@ def worker_start_method():
 
 
 def settings(config):
-  """The `pretraining_data_writer.Settings` of a `PretrainingDataConfig`."""
-  return pretraining_data_writer.Settings(
+  """The `writer.Settings` of a `PretrainingDataConfig`."""
+  return writer.Settings(
       vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
       max_seq_length=config.max_seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq,
@@ -79,20 +79,20 @@ def run(config):
     if beam_options is None:
       logging.info("*** Reading from %d input file(s), %d worker(s) ***", len(inputs),
                    config.num_workers)
-      stats = pretraining_data_writer.write_pretraining_data(
+      stats = writer.write_pretraining_data(
           inputs, outputs, settings(config), num_workers=config.num_workers,
           shard_documents=config.shard_documents, compression_type=compression_type,
           start_method=worker_start_method())
     else:
-      from data import beam_pretraining_data  # pylint: disable=g-import-not-at-top
+      from tasks.pretraining import beam  # pylint: disable=g-import-not-at-top
       logging.info("*** Reading from %d input file(s) on Apache Beam's %s ***", len(inputs),
                    beam_options.get_all_options()["runner"])
-      stats = beam_pretraining_data.write_pretraining_data(
+      stats = beam.write_pretraining_data(
           inputs, outputs, settings(config), beam_options,
           shard_documents=config.shard_documents, compression_type=compression_type)
-  except pretraining_data_writer.NoDocumentsError as error:
+  except writer.NoDocumentsError as error:
     raise errors.UsageError(f"--input_file={config.input_file}: {error}") from None
-  stats_file = pretraining_data_writer.stats_path(outputs[0])
+  stats_file = writer.stats_path(outputs[0])
   packs = f" in {stats['packs']} packs" if config.pack_sequences else ""
   logging.info("Wrote %d instances%s from %d documents to %d file(s) in %.1f s; statistics in %s",
                stats["instances"], packs, stats["documents"], len(outputs), stats["seconds"],

@@ -1,5 +1,5 @@
 """Serialized pretraining `tf.train.Example`s from arrays: the original's seven features, or the
-eleven of packed rows (`sequence_packing`).
+eleven of packed rows (`packing`).
 
 One code path writes any features, int64 or float lists: the bytes are assembled with NumPy in
 the protocol-buffer wire format, 1,024 rows at once, the same bytes as
@@ -130,7 +130,7 @@ _BLOCK_ROWS = 1024
 
 
 def serialize(batch):
-  """One serialized example per row of an `instance_batches.InstanceBatch`: the original's seven
+  """One serialized example per row of a `batches.InstanceBatch`: the original's seven
   features.
 
   Args:
@@ -159,8 +159,8 @@ def serialize(batch):
 
 
 def serialize_packed(packed):
-  """One serialized example per row of a `sequence_packing.PackedBatch`: its eleven features
-  (`schemas.packed_pretraining_feature_spec`), each the field of its name.
+  """One serialized example per row of a `packing.PackedBatch`: its eleven features
+  (`features.packed_pretraining_feature_spec`), each the field of its name.
 
   Args:
     packed: a `PackedBatch` with `N` rows.

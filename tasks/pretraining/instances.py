@@ -5,9 +5,10 @@ A faithful transcription of the original's `create_instances_from_document`,
 `random.Random` in the same order, so the same documents and seed give the original's instances.
 It works on word-piece ids instead of strings (the vocabulary maps one to one). This is the path
 of `--original_random_stream` and of the benchmark's pure-Python baseline; by default
-`data/instance_layout.py` lays out the same instances on token ranges (with `mask_with_rng=False`
-here the two are compared in the tests) and `data/vectorized_masking.py` masks a whole shard at
-once: the same distribution, several times faster, but not the original's random stream.
+`tasks/pretraining/layout.py` lays out the same instances on token ranges (with
+`mask_with_rng=False` here the two are compared in the tests) and `tasks/pretraining/masking.py`
+masks a whole shard at once: the same distribution, several times faster, but not the original's
+random stream.
 """
 
 import dataclasses
@@ -179,7 +180,7 @@ def create_instances_from_document(all_documents, document_index, max_seq_length
     rng: `random.Random`.
     mask_with_rng: mask each instance as it is made, with `rng` (the original); False leaves the
       instances unmasked, with empty `masked_lm_*` lists (the layout alone, which
-      `instance_layout` must reproduce).
+      `layout` must reproduce).
 
   Returns:
     list of `TrainingInstance`.

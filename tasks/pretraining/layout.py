@@ -1,6 +1,6 @@
 """The original's instance layout on token ranges, packed into arrays with NumPy (the fast path).
 
-`pretraining_instances.create_instances` (the original, transcribed) builds every instance as
+`instances.create_instances` (the original, transcribed) builds every instance as
 Python lists: A and B by extending lists segment by segment, truncation by deleting one token at
 a time. Here the same algorithm, drawing the same words of the same `random.Random` in the same
 order (a truncation's in one call, see `_truncate`), works on offsets: a shard's segments are
@@ -16,8 +16,8 @@ import dataclasses
 
 import numpy as np
 
-from data import instance_batches
-from data import pretraining_instances
+from tasks.pretraining import batches
+from tasks.pretraining import instances
 
 
 @dataclasses.dataclass
@@ -89,7 +89,7 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
   """
   bounds = all_documents[document_index]
   num_segments = len(bounds) - 1
-  target_seq_length, is_short_target = pretraining_instances.draw_target_length(
+  target_seq_length, is_short_target = instances.draw_target_length(
       max_num_tokens, short_seq_prob, rng)
   chunk_first = 0
   i = 0
@@ -103,7 +103,7 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
       if chunk_size == 1 or rng.random() < 0.5:
         is_random_next = True
         target_b_length = target_seq_length - (a_end - a_start)
-        random_bounds = all_documents[pretraining_instances.draw_random_document(
+        random_bounds = all_documents[instances.draw_random_document(
             len(all_documents), document_index, rng)]
         random_start = rng.randint(0, len(random_bounds) - 2)
         b_start = random_bounds[random_start]
@@ -200,7 +200,7 @@ def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_id
     source[position >= row_length] = pad_index
     input_ids[rows] = extended_ids[source]
     segment_ids[rows] = (position >= row_a_length + 2) & (position < row_length)
-  return instance_batches.InstanceBatch(
+  return batches.InstanceBatch(
       input_ids=input_ids,
       segment_ids=segment_ids,
       lengths=lengths[:, 0],
@@ -214,18 +214,18 @@ def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_id
 
 def create_instance_batch(documents, dupe_factor, max_seq_length, short_seq_prob,
                           max_predictions_per_seq, special_ids, rng, counts=None):
-  """`pretraining_instances.create_instances` without masking, as one unmasked batch.
+  """`instances.create_instances` without masking, as one unmasked batch.
 
   Args:
     documents: a `Documents`.
     dupe_factor, max_seq_length, short_seq_prob, max_predictions_per_seq: the flags.
-    special_ids: a `pretraining_instances.SpecialIds`.
+    special_ids: an `instances.SpecialIds`.
     rng: `random.Random`; the same draws as the transcription's.
     counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`.
 
   Returns:
-    an `instance_batches.InstanceBatch` in the original's final shuffled order, with empty
-    `masked_lm_*` rows (for `vectorized_masking.mask_batch`).
+    a `batches.InstanceBatch` in the original's final shuffled order, with empty
+    `masked_lm_*` rows (for `masking.mask_batch`).
   """
   all_documents = list(documents.boundaries)
   rng.shuffle(all_documents)

@@ -1,6 +1,6 @@
 """Masked-LM masking of a whole shard at once with NumPy: the original's distribution, fast.
 
-The original (`pretraining_instances.create_masked_lm_predictions`) shuffles each sequence's
+The original (`instances.create_masked_lm_predictions`) shuffles each sequence's
 candidate words and walks them in that order, taking a word when it still fits the budget
 `min(max_predictions_per_seq, max(1, round(length * masked_lm_prob)))` and skipping it when it
 would overflow, then replaces each taken position by `[MASK]` (0.8), itself (0.1) or a random id
@@ -13,14 +13,14 @@ import dataclasses
 
 import numpy as np
 
-from data import instance_batches
-from data import pretraining_instances
+from tasks.pretraining import batches
+from tasks.pretraining import instances
 
 # Rows masked at once.
 _BLOCK_ROWS = 1024
 
-_MASK, _RANDOM, _KEEP = (instance_batches.ACTIONS.index(action) for action in (
-    pretraining_instances.MASK, pretraining_instances.RANDOM, pretraining_instances.KEEP))
+_MASK, _RANDOM, _KEEP = (batches.ACTIONS.index(action) for action in (
+    instances.MASK, instances.RANDOM, instances.KEEP))
 
 
 def seeded_generator(random_seed, shard_index):
@@ -37,7 +37,7 @@ def _words(input_ids, lengths, special_ids, do_whole_word_mask):
   Args:
     input_ids: int `[num_rows, seq_length]`, unmasked, 0-padded.
     lengths: int `[num_rows]`.
-    special_ids: a `pretraining_instances.SpecialIds`.
+    special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: a `##` piece joins the previous candidate word (as the original: the
       previous candidate, even across a `[SEP]`).
 
@@ -63,7 +63,7 @@ def choose_masked_positions(input_ids, lengths, masked_lm_prob, max_predictions_
     input_ids: int `[num_rows, seq_length]`, unmasked, 0-padded.
     lengths: int `[num_rows]`, real tokens per row.
     masked_lm_prob, max_predictions_per_seq: the flags.
-    special_ids: a `pretraining_instances.SpecialIds`.
+    special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: mask whole words (see `_words`).
     generator: a `np.random.Generator`.
 
@@ -129,12 +129,12 @@ def _flat_in_rows(columns):
 
 def mask_batch(batch, masked_lm_prob, max_predictions_per_seq, special_ids, do_whole_word_mask,
                generator):
-  """Masks an unmasked `instance_batches.InstanceBatch`.
+  """Masks an unmasked `batches.InstanceBatch`.
 
   Args:
     batch: an `InstanceBatch` with `num_predictions` all 0.
     masked_lm_prob, max_predictions_per_seq: the flags.
-    special_ids: a `pretraining_instances.SpecialIds`.
+    special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: mask whole words.
     generator: a `np.random.Generator`.
 

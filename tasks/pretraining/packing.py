@@ -4,7 +4,7 @@ Instances shorter than `max_seq_length` (short targets, documents' ends), each p
 whole row, spend the rest of it on padding. Packing (Krell et al. 2021, "Efficient Sequence
 Packing without Cross-contamination") puts up to `max_sequences_per_pack` instances back to back
 in one row, each still its own `[CLS] A [SEP] B [SEP]`, with its own positions and an instance
-number that keeps attention within it (`schemas.packed_pretraining_feature_spec`).
+number that keeps attention within it (`features.packed_pretraining_feature_spec`).
 
 A shard's packs are chosen by best-fit decreasing with at most `max_sequences_per_pack`
 instances per pack, as the paper's shortest-pack-first histogram packing: longest instance
@@ -23,7 +23,7 @@ import numpy as np
 
 @dataclasses.dataclass
 class PackedBatch:
-  """Packed rows, each field the record feature of its name (`schemas.packed_pretraining_
+  """Packed rows, each field the record feature of its name (`features.packed_pretraining_
   feature_spec`). L is `max_seq_length`, k `max_sequences_per_pack`, P `max_predictions_per_seq`.
 
   Attributes:
@@ -110,7 +110,7 @@ def choose_packs(lengths, max_seq_length, max_sequences_per_pack):
 
 def seeded_generator(random_seed, shard_index):
   """The generator that orders one shard's packs, from (random_seed, shard_index); its draws
-  are not the masking generator's (`vectorized_masking.seeded_generator`)."""
+  are not the masking generator's (`masking.seeded_generator`)."""
   # A spawn key, not a third entropy word: SeedSequence pads entropy with zeros and splits a
   # seed of 2**32 or more into two words, so `[seed, shard, 1]` is also masking's entropy
   # `[seed + shard * 2**32, 1]`. A spawn key follows four words of entropy, more than masking's.
@@ -122,7 +122,7 @@ def pack(batch, max_sequences_per_pack, generator):
   """A shard's instances packed (`choose_packs`), the packs in a random order (`layout`).
 
   Args:
-    batch: a masked `instance_batches.InstanceBatch`.
+    batch: a masked `batches.InstanceBatch`.
     max_sequences_per_pack: the most instances of a row.
     generator: a `np.random.Generator` (`seeded_generator`), draws the packs' order.
 
@@ -137,7 +137,7 @@ def layout(batch, packs):
   """The records' arrays of the given packs.
 
   Args:
-    batch: a masked `instance_batches.InstanceBatch` `[num_instances, L]`, `[num_instances, P]`.
+    batch: a masked `batches.InstanceBatch` `[num_instances, L]`, `[num_instances, P]`.
     packs: int `[num_packs, k]`, instance indices of each row in their order there, -1 in empty
       slots after them (`choose_packs`); the instances of a row at most L tokens together.
 
@@ -146,7 +146,7 @@ def layout(batch, packs):
 
   Raises:
     ValueError: a row's predictions outnumber `P + k`, which happens only with P below
-      `round(L * masked_lm_prob)` (see `schemas.packed_predictions_per_row`).
+      `round(L * masked_lm_prob)` (see `features.packed_predictions_per_row`).
   """
   num_packs, max_sequences_per_pack = packs.shape
   max_seq_length = batch.input_ids.shape[1]

@@ -14,12 +14,12 @@ from absl import logging
 from base import cluster
 from base import output_locations
 from data import file_patterns
-from data import schemas
 from modeling import optimization
+from tasks.pretraining import features
+from tasks.pretraining import task
 from training import engine
 from training import input_pipeline
 from training import periodic_evaluation
-from training import pretraining_task
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,11 +37,11 @@ class RunResult:
 def read_layout(config, patterns, flag_name):
   """The `RecordLayout` of the records of a file flag, checked against the config (None when no
   file holds a record: `input_pipeline.input_fn_from_flags` reports it)."""
-  layout, path = pretraining_task.read_record_layout(
+  layout, path = task.read_record_layout(
       file_patterns.expand_globs(patterns, flag_name),
       input_pipeline.COMPRESSION_TYPES[config.input_compression])
   if layout is not None:
-    pretraining_task.check_record_layout(layout, path, config.max_seq_length,
+    task.check_record_layout(layout, path, config.max_seq_length,
                                          config.max_predictions_per_seq,
                                          config.max_sequences_per_pack)
   return layout
@@ -52,13 +52,13 @@ def records_input_fn(config, patterns, flag_name, layout, packed_model, batch_si
   """`input_pipeline.input_fn_from_flags` for records of `layout`; unpacked records feed a
   packed model as rows of one instance."""
   feature_spec = (layout.feature_spec() if layout is not None else
-                  schemas.pretraining_feature_spec(config.max_seq_length,
+                  features.pretraining_feature_spec(config.max_seq_length,
                                                    config.max_predictions_per_seq))
   unpacked_for_packed = packed_model and not (layout is not None and layout.packed)
   return input_pipeline.input_fn_from_flags(
       patterns, feature_spec, batch_size, is_training, flag_name=flag_name,
       compression=config.input_compression,
-      example_fn=pretraining_task.as_packed_rows if unpacked_for_packed else None, **kwargs)
+      example_fn=task.as_packed_rows if unpacked_for_packed else None, **kwargs)
 
 
 def run(config):
@@ -88,7 +88,7 @@ def _run(config, bert_config):
   train_input_fn, files = records_input_fn(config, config.input_file, "input_file", train_layout,
                                            packed, config.train_batch_size, is_training=True,
                                            seed=config.seed)
-  pretraining_task.check_ids_within_vocab(
+  task.check_ids_within_vocab(
       files[0], bert_config.vocab_size,
       compression_type=input_pipeline.COMPRESSION_TYPES[config.input_compression])
   logging.info("%d input file(s), e.g. %s%s", len(files), files[0],
@@ -102,7 +102,7 @@ def _run(config, bert_config):
   run_config = config.engine_run_config(config.num_train_steps, config.train_batch_size,
                                         config.eval_batch_size)
   trainer = engine.Trainer(
-      strategy, pretraining_task.PretrainingTask(bert_config, packed=packed), run_config,
+      strategy, task.PretrainingTask(bert_config, packed=packed), run_config,
       lambda: optimization.create_optimizer(config.learning_rate, config.num_train_steps,
                                             config.num_warmup_steps, config.optimizer))
   eval_input_fn = None

@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from base import errors
 from data import file_patterns
-from data import schemas
 from modeling import losses
 from modeling import pretraining_model
+from tasks.pretraining import features as features_lib
 from training import input_pipeline
 from training import task as task_lib
 
@@ -21,7 +21,7 @@ class RecordLayout:
   Attributes:
     max_seq_length: length of `input_ids`.
     num_predictions: length of `masked_lm_positions` (`max_predictions_per_seq`, or
-      `schemas.packed_predictions_per_row` of it for packed records).
+      `features.packed_predictions_per_row` of it for packed records).
     max_sequences_per_pack: length of `next_sentence_labels` of packed records; None unpacked.
   """
   max_seq_length: int
@@ -33,10 +33,10 @@ class RecordLayout:
     return self.max_sequences_per_pack is not None
 
   def feature_spec(self):
-    """The `schemas` feature spec of these records."""
+    """The `features` spec of these records."""
     if not self.packed:
-      return schemas.pretraining_feature_spec(self.max_seq_length, self.num_predictions)
-    return schemas.packed_pretraining_feature_spec(
+      return features_lib.pretraining_feature_spec(self.max_seq_length, self.num_predictions)
+    return features_lib.packed_pretraining_feature_spec(
         self.max_seq_length, self.num_predictions - self.max_sequences_per_pack,
         self.max_sequences_per_pack)
 
@@ -64,7 +64,7 @@ def read_record_layout(paths, compression_type=None):
             f"(its features: {sorted(features)})")
       return len(features[name].int64_list.value)
 
-    packed = all(name in features for name in schemas.PACKED_PRETRAINING_FEATURES)
+    packed = all(name in features for name in features_lib.PACKED_PRETRAINING_FEATURES)
     return RecordLayout(length("input_ids"), length("masked_lm_positions"),
                         length("next_sentence_labels") if packed else None), path
   return None, None
@@ -89,7 +89,7 @@ def check_record_layout(layout, path, max_seq_length, max_predictions_per_seq,
     raise errors.UsageError(
         f"{path}: packed records of up to {layout.max_sequences_per_pack} instances per row, more "
         f"than --max_sequences_per_pack={max_sequences_per_pack}")
-  expected = (schemas.packed_predictions_per_row(max_predictions_per_seq,
+  expected = (features_lib.packed_predictions_per_row(max_predictions_per_seq,
                                                  layout.max_sequences_per_pack)
               if layout.packed else max_predictions_per_seq)
   if layout.num_predictions != expected:
@@ -105,7 +105,7 @@ def as_packed_rows(features):
   """An unpacked example as a packed row holding one instance, for a packed model.
 
   Args:
-    features: dict of one parsed unpacked example (`schemas.pretraining_feature_spec`).
+    features: dict of one parsed unpacked example (`features.pretraining_feature_spec`).
 
   Returns:
     the dict with `position_ids` (0, 1, ... on the tokens, 0 at padding), `instance_ids` (the

@@ -5,10 +5,10 @@ as a stream and cut into shards of at most `shard_documents` whole documents, ea
 a new document. Each shard is tokenized and turned into instances by one worker process with its
 own rng (`random_seed + shard index`; shard 0 uses the seed itself, like the original's single
 rng), and the random "next sentence" documents are drawn from the same shard. By default a
-shard's instances are masked all at once by `vectorized_masking`, with a NumPy generator seeded
+shard's instances are masked all at once by `masking`, with a NumPy generator seeded
 from (`random_seed`, shard index); `original_random_stream` masks them one by one with the
 shard's `random.Random`, as the original. With `pack_sequences` the masked instances are then
-packed, several to a record (`sequence_packing`), the records in an order drawn from another
+packed, several to a record (`packing`), the records in an order drawn from another
 generator of (`random_seed`, shard index). Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
 output whatever the number of workers. With several workers the main process only reads,
@@ -37,14 +37,14 @@ from base import atomic_files
 from base import errors
 from base import progress
 from data import graph_tokenization
-from data import instance_batches
-from data import instance_layout
-from data import pretraining_examples
-from data import pretraining_instances
-from data import sequence_packing
 from data import text_files
 from data import tokenization
-from data import vectorized_masking
+from tasks.pretraining import batches
+from tasks.pretraining import examples
+from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import layout
+from tasks.pretraining import masking
+from tasks.pretraining import packing
 
 # Lines per call of the in-graph tokenizer.
 _TOKENIZE_BATCH_LINES = 2048
@@ -57,7 +57,7 @@ class Settings:
   `original_random_stream` True masks with the original's `random.Random` calls (the original's
   instances for a seed; several times slower); False masks a shard at once with NumPy (the same
   distribution). `pack_sequences` writes packed rows of up to `max_sequences_per_pack` instances
-  each (`sequence_packing`) instead of one instance per record.
+  each (`packing`) instead of one instance per record.
   """
   vocab_file: str
   do_lower_case: bool
@@ -227,43 +227,43 @@ def _process_shard(shard_index, documents, settings):
     examples (`records`).
   """
   if settings.vocab_file not in _SPECIAL_IDS:
-    _SPECIAL_IDS[settings.vocab_file] = pretraining_instances.SpecialIds.from_vocab(
+    _SPECIAL_IDS[settings.vocab_file] = instances_lib.SpecialIds.from_vocab(
         tokenization.load_vocab(settings.vocab_file))
   special_ids = _SPECIAL_IDS[settings.vocab_file]
   ids, line_splits = _tokenize_lines([line for document in documents for line in document],
                                      settings)
   # Lines that tokenize to nothing are dropped, and documents left empty with them.
-  tokenized = instance_layout.Documents.from_lines(ids, line_splits,
+  tokenized = layout.Documents.from_lines(ids, line_splits,
                                                    [len(document) for document in documents])
   counts = collections.Counter(documents=len(tokenized.boundaries))
-  rng = pretraining_instances.seeded_rng(settings.random_seed, shard_index)
+  rng = instances_lib.seeded_rng(settings.random_seed, shard_index)
   if settings.original_random_stream:
-    instances = pretraining_instances.create_instances(
+    instances = instances_lib.create_instances(
         tokenized.as_lists(), settings.dupe_factor, settings.max_seq_length,
         settings.short_seq_prob, settings.masked_lm_prob, settings.max_predictions_per_seq,
         special_ids, settings.do_whole_word_mask, rng, counts)
-    batch = instance_batches.from_instances(instances, settings.max_seq_length,
+    batch = batches.from_instances(instances, settings.max_seq_length,
                                             settings.max_predictions_per_seq)
   else:
-    batch = instance_layout.create_instance_batch(
+    batch = layout.create_instance_batch(
         tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
         settings.max_predictions_per_seq, special_ids, rng, counts)
     # Masking needs as much memory again as the batch: the documents go first.
     del tokenized, ids
-    batch = vectorized_masking.mask_batch(
+    batch = masking.mask_batch(
         batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
         settings.do_whole_word_mask,
-        vectorized_masking.seeded_generator(settings.random_seed, shard_index))
+        masking.seeded_generator(settings.random_seed, shard_index))
   counts.update(instances=len(batch.lengths))
-  instance_batches.count_statistics(batch, settings.masked_lm_prob, counts)
+  batches.count_statistics(batch, settings.masked_lm_prob, counts)
   if settings.pack_sequences:
-    packed = sequence_packing.pack(
+    packed = packing.pack(
         batch, settings.max_sequences_per_pack,
-        sequence_packing.seeded_generator(settings.random_seed, shard_index))
-    serialized = pretraining_examples.serialize_packed(packed)
+        packing.seeded_generator(settings.random_seed, shard_index))
+    serialized = examples.serialize_packed(packed)
     counts.update(packs=len(serialized))
   else:
-    serialized = pretraining_examples.serialize(batch)
+    serialized = examples.serialize(batch)
   counts.update(records=len(serialized))
   return serialized, counts
 
@@ -398,7 +398,7 @@ def summarize(counts, decode_stats, elapsed_seconds, settings):
       "short_target_fraction": counts["short_target_passes"] / max(counts["document_passes"], 1),
       "masking_action_fractions": {
           action: counts[action] / masked
-          for action in instance_batches.ACTIONS},
+          for action in batches.ACTIONS},
       "padding_fraction": 1 - counts["tokens"] / (instances * settings.max_seq_length),
       "seconds": round(elapsed_seconds, 3),
   }
