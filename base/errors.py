@@ -13,3 +13,8 @@ class UserError(Exception):
 
 class UsageError(UserError, ValueError):
   """A flag value a script cannot use (named in the message)."""
+
+
+class ConfigError(UserError, ValueError):
+  """A run's settings are inconsistent (e.g. a batch size the replicas cannot split), or a
+  `bert_config.json` is missing, malformed, or holds an invalid value."""

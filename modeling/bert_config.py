@@ -11,8 +11,8 @@ from base import errors
 from modeling import activations
 
 
-class ConfigError(errors.UserError, ValueError):
-  """A `bert_config.json` is missing, malformed, or holds an invalid value."""
+# The one `errors.ConfigError`, under the name the conversions and tests catch it by.
+ConfigError = errors.ConfigError
 
 
 # Keys of released multilingual/Chinese configs that this model does not use; never taken for a

@@ -109,14 +109,14 @@ class EngineConfig(config.FlagConfig):
     """The engine's own checks: every step and log interval positive.
 
     Raises:
-      engine.ConfigError: a non-positive --save_checkpoints_steps, --steps_per_loop,
+      errors.ConfigError: a non-positive --save_checkpoints_steps, --steps_per_loop,
         --log_every_steps, --log_every_seconds or --gradient_accumulation_steps.
     """
     super().validate()
     for name in ("save_checkpoints_steps", "steps_per_loop", "log_every_steps",
                  "log_every_seconds", "gradient_accumulation_steps"):
       if getattr(self, name) <= 0:
-        raise engine.ConfigError(f"--{name} must be positive, got {getattr(self, name)}")
+        raise errors.ConfigError(f"--{name} must be positive, got {getattr(self, name)}")
 
   def strategy(self):
     """The `tf.distribute` strategy of the distribution fields (see `distribution`)."""
@@ -179,7 +179,7 @@ def check_starting_weights(run_config, bert_config, do_train, actions=()):
     actions: the flags of what the run does instead (named in the error), e.g. `("--do_eval",)`.
 
   Raises:
-    engine.ConfigError: no weights for a run that does not train.
+    errors.ConfigError: no weights for a run that does not train.
     checkpoint_io.CheckpointError: an --init_checkpoint of another shape than the config.
   """
   if not do_train:
@@ -191,12 +191,12 @@ def check_starting_weights(run_config, bert_config, do_train, actions=()):
 
 
 def check_weights_exist(run_config, actions):
-  """Raises `engine.ConfigError` when a run that does not train has no weights to use: no
+  """Raises `errors.ConfigError` when a run that does not train has no weights to use: no
   checkpoint in --output_dir and no --init_checkpoint (it would evaluate, predict or export a
   randomly initialised model, whose scores look like results)."""
   if run_config.init_checkpoint or tf.train.latest_checkpoint(run_config.output_dir):
     return
-  raise engine.ConfigError(
+  raise errors.ConfigError(
       f"{' and '.join(actions)} without --do_train needs a checkpoint in --output_dir="
       f"{run_config.output_dir} or an --init_checkpoint; there is none, and random weights "
       "would give results that look real")

@@ -41,10 +41,6 @@ from training import periodic_evaluation
 EVAL_RESULTS_FILENAME = "eval_results.txt"
 
 
-class ConfigError(errors.UserError, ValueError):
-  """The run's settings are inconsistent (e.g. a batch size the replicas cannot split)."""
-
-
 class NonFiniteLossError(errors.UserError, RuntimeError):
   """The training loss became NaN or infinite; training stopped without saving."""
 
@@ -305,7 +301,7 @@ class Trainer:
   def _check_batch_size(self):
     divisor = self.num_replicas * self.config.gradient_accumulation_steps
     if self.config.train_batch_size % divisor:
-      raise ConfigError(
+      raise errors.ConfigError(
           f"--train_batch_size={self.config.train_batch_size} must be divisible by replicas "
           f"({self.num_replicas}) * --gradient_accumulation_steps "
           f"({self.config.gradient_accumulation_steps})")
@@ -349,7 +345,7 @@ class Trainer:
       NonFiniteLossError: naming the step; nothing is saved after the last good checkpoint.
     """
     if self.optimizer is None:
-      raise ConfigError("this Trainer was built without an optimizer_fn and cannot train")
+      raise errors.ConfigError("this Trainer was built without an optimizer_fn and cannot train")
     self._check_batch_size()
     config = self.config
     self.initialize()
@@ -529,7 +525,7 @@ class Trainer:
       bar.update()
     bar.close()
     if not num_batches:
-      raise ConfigError("the evaluation input holds no complete batch")
+      raise errors.ConfigError("the evaluation input holds no complete batch")
     results = {name: sums[name] / counts[name] if counts[name] else float("nan") for name in sums}
     results["loss"] = loss_sum / example_count
     logging.info("Evaluated %d batch(es)", num_batches)
@@ -629,7 +625,7 @@ class Trainer:
         bar.update(len(tf.nest.flatten(batches[-1])[0]))
     bar.close()
     if not batches:
-      raise ConfigError("the prediction input holds no example")
+      raise errors.ConfigError("the prediction input holds no example")
     return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays, axis=0), *batches)
 
 
