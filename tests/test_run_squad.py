@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from data import file_patterns
+from tasks.squad import examples as squad_examples
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
@@ -180,16 +182,37 @@ BAD_FILES = [
 TRAINING_ONLY = ("moved_offset", "string_answer_start", "string_is_impossible")
 
 
-# Answer offsets matter only for training (the scorer reads answer texts), so a moved offset is a
-# training-file error only.
-@pytest.mark.parametrize("case, content, message, role", [
-    (*bad, role) for bad in BAD_FILES for role in ("train", "predict")
-    if not (bad[0] in TRAINING_ONLY and role == "predict")])
-def test_bad_files_name_the_file_and_write_nothing(tiny_model, tmp_path, case, content, message,
-                                                   role):
-  vocab_file, config_file = tiny_model
+BAD_CASES = [(*bad, role) for bad in BAD_FILES for role in ("train", "predict")
+             if not (bad[0] in TRAINING_ONLY and role == "predict")]
+
+
+def write_bad_file(tmp_path, case, content):
   path = tmp_path / f"{case}.json"
   path.write_text(content, encoding="utf-8")
+  return path
+
+
+# Answer offsets matter only for training (the scorer reads answer texts), so a moved offset is a
+# training-file error only. The runner reads its files with `examples.read_examples` and stops
+# with its message as the last line (test_bad_files_stop_the_runner_before_it_writes_anything,
+# one case per role); here every case, in this process.
+@pytest.mark.parametrize("case, content, message, role", BAD_CASES)
+def test_bad_files_are_named_with_what_is_wrong(tmp_path, case, content, message, role):
+  path = write_bad_file(tmp_path, case, content)
+  with pytest.raises(file_patterns.InputError) as error:
+    squad_examples.read_examples(str(path), is_training=role == "train",
+                                 version_2_with_negative=True)
+  assert str(error.value).startswith(f"{path}: ")
+  assert message in str(error.value)
+
+
+@pytest.mark.parametrize("case, content, message, role", [
+    bad for bad in BAD_CASES if (bad[0], bad[3]) in (("moved_offset", "train"),
+                                                     ("malformed", "predict"))])
+def test_bad_files_stop_the_runner_before_it_writes_anything(tiny_model, tmp_path, case, content,
+                                                              message, role):
+  vocab_file, config_file = tiny_model
+  path = write_bad_file(tmp_path, case, content)
   files = {"train": SAMPLE_TRAIN, "predict": SAMPLE_DEV, role: path}
   output_dir = tmp_path / "output"
   # Whichever file is bad, it is found before anything is written: not even the good file's
