@@ -16,9 +16,9 @@ Shapes:
   base    L=12 H=768 A=12 I=3072: random weights
 
 Both sides hold the same weights: the PyTorch model (with its randomly initialised classifier
-layer) is saved and converted by `modeling/hf_conversion.py` for the export, and the run checks
-that both give the same probabilities on one batch. The vocab is MiniLM's (BERT-Base uncased's
-30,522 words) or `--vocab_file`.
+layer) is saved and converted by `modeling/conversion/huggingface.py` for the export, and the run
+checks that both give the same probabilities on one batch. The vocab is MiniLM's (BERT-Base
+uncased's 30,522 words) or `--vocab_file`.
 
 Each call's latency is the wall time from a list of Python strings to NumPy probabilities and
 labels. After `--warmup_calls` untimed calls per row, the rows of a shape and batch size take
@@ -57,7 +57,7 @@ import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (th
 from benchmarks import model_step  # pylint: disable=g-import-not-at-top
 from modeling import checkpoint_io  # pylint: disable=g-import-not-at-top
 from modeling import classifier_model  # pylint: disable=g-import-not-at-top
-from modeling import hf_conversion  # pylint: disable=g-import-not-at-top
+from modeling.conversion import huggingface  # pylint: disable=g-import-not-at-top
 from serving import saved_model_export  # pylint: disable=g-import-not-at-top
 from tasks import classifier  # pylint: disable=g-import-not-at-top
 from tasks.classification import server as classifier_server  # pylint: disable=g-import-not-at-top
@@ -128,7 +128,7 @@ def export_same_weights(hf_model, vocab_file, work_dir):
   hf_dir, bert_dir = work_dir / "hf", work_dir / "bert"
   hf_model.save_pretrained(str(hf_dir))
   (hf_dir / "vocab.txt").write_bytes(pathlib.Path(vocab_file).read_bytes())
-  config = hf_conversion.convert_hf_to_original(str(hf_dir), str(bert_dir))
+  config = huggingface.convert_hf_to_original(str(hf_dir), str(bert_dir))
   model = classifier_model.BertClassifier(config, len(LABELS))
   report = checkpoint_io.assign_from_checkpoint(model.name_to_variable(),
                                                 str(bert_dir / "bert_model.ckpt"))

@@ -16,7 +16,7 @@ from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
-from modeling import hf_conversion
+from modeling.conversion import huggingface
 from tests import scripts
 
 pytestmark = pytest.mark.slow
@@ -150,14 +150,14 @@ def test_pretraining_names_map_both_ways():
                "bert/pooler/dense/bias", "cls/predictions/transform/dense/kernel",
                "cls/predictions/transform/LayerNorm/beta", "cls/predictions/output_bias",
                "cls/seq_relationship/output_weights", "output_weights", "cls/squad/output_bias"):
-    hf_name, transpose = hf_conversion.original_to_hf_name(name, with_bert_prefix=True)
-    assert hf_conversion.hf_to_original_name(hf_name) == (name, transpose), (name, hf_name)
-  assert hf_conversion.original_to_hf_name("bert/pooler/dense/kernel", True) == (
+    hf_name, transpose = huggingface.original_to_hf_name(name, with_bert_prefix=True)
+    assert huggingface.hf_to_original_name(hf_name) == (name, transpose), (name, hf_name)
+  assert huggingface.original_to_hf_name("bert/pooler/dense/kernel", True) == (
       "bert.pooler.dense.weight", True)
-  assert hf_conversion.original_to_hf_name("cls/seq_relationship/output_weights", True) == (
+  assert huggingface.original_to_hf_name("cls/seq_relationship/output_weights", True) == (
       "cls.seq_relationship.weight", False)
-  assert hf_conversion.original_to_hf_name("bert/pooler/dense/kernel/adam_m", True) is None
-  assert hf_conversion.hf_to_original_name("cls.predictions.decoder.weight") is None
+  assert huggingface.original_to_hf_name("bert/pooler/dense/kernel/adam_m", True) is None
+  assert huggingface.hf_to_original_name("cls.predictions.decoder.weight") is None
 
 
 @pytest.mark.parametrize("case", ["missing_dir", "bad_activation", "unknown_tensor",

@@ -20,8 +20,8 @@ import tensorflow as tf
 
 from data import tokenization
 from modeling import bert_config as bert_config_lib
-from modeling import hf_conversion
 from modeling import optimization
+from modeling.conversion import huggingface
 from tasks.squad import features as squad_features
 from tasks.squad import reader as squad_reader
 from tasks.squad import task as squad_task
@@ -149,7 +149,7 @@ def test_squad_fine_tuning_steps_match_pytorch(minilm_dir, minilm_bert_dir, squa
   # Measured: at most 1.5e-7 relative over the 8 steps.
   np.testing.assert_allclose(losses, torch_losses, rtol=1e-5)
 
-  theirs = hf_conversion.hf_weights_to_original(
+  theirs = huggingface.hf_weights_to_original(
       {name: value for name, value in torch_final.items() if not name.startswith("span.")})
   theirs["cls/squad/output_weights"] = torch_final["span.weight"]
   theirs["cls/squad/output_bias"] = torch_final["span.bias"]

@@ -29,8 +29,8 @@ from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from modeling import bert_config as bert_config_lib
-from modeling import original_files
-from modeling.original_files import ConversionError
+from modeling.conversion import original_files
+from modeling.conversion.original_files import ConversionError
 
 HF_CONFIG = "config.json"
 HF_WEIGHTS = "model.safetensors"

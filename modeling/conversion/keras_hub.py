@@ -31,10 +31,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from modeling import attention_heads
 from modeling import bert_config as bert_config_lib
-from modeling import original_files
-from modeling.original_files import ConversionError
+from modeling.conversion import attention_heads
+from modeling.conversion import original_files
+from modeling.conversion.original_files import ConversionError
 
 PRESET_CONFIG = "config.json"
 PRESET_WEIGHTS = "model.weights.h5"

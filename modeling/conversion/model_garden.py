@@ -29,12 +29,12 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from base import atomic_files
-from modeling import attention_heads
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
-from modeling import original_files
-from modeling.original_files import ConversionError
+from modeling.conversion import attention_heads
+from modeling.conversion import original_files
+from modeling.conversion.original_files import ConversionError
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 SAVED_MODEL_VARIABLES = os.path.join("variables", "variables")

@@ -14,9 +14,9 @@ from absl import logging
 
 from base import cluster
 from base import output_locations
-from modeling import hf_conversion
-from modeling import keras_hub_conversion
-from modeling import model_garden_conversion
+from modeling.conversion import huggingface
+from modeling.conversion import keras_hub
+from modeling.conversion import model_garden
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,39 +62,39 @@ def _convert(config):
   direction, input_dir, output_dir = config.direction, config.input_dir, config.output_dir
   result = ConversionResult(direction=direction, output_dir=output_dir)
   if direction == "hf_to_bert":
-    bert_config = hf_conversion.convert_hf_to_original(input_dir, output_dir)
+    bert_config = huggingface.convert_hf_to_original(input_dir, output_dir)
     logging.info("wrote %s in the original layout (hidden_act=%s)", output_dir,
                  bert_config.hidden_act)
   elif direction == "bert_to_hf":
-    names = hf_conversion.convert_original_to_hf(input_dir, output_dir, config.vocab_file)
-    logging.info("wrote %d tensors to %s/%s", len(names), output_dir, hf_conversion.HF_WEIGHTS)
+    names = huggingface.convert_original_to_hf(input_dir, output_dir, config.vocab_file)
+    logging.info("wrote %d tensors to %s/%s", len(names), output_dir, huggingface.HF_WEIGHTS)
   elif direction == "keras_hub_to_bert":
-    bert_config, lowercase = keras_hub_conversion.convert_keras_hub_to_original(input_dir,
+    bert_config, lowercase = keras_hub.convert_keras_hub_to_original(input_dir,
                                                                                output_dir)
     logging.info("wrote %s in the original layout (%d layers); its tokenizer %s: pass "
                  "--do_lower_case=%s", output_dir, bert_config.num_hidden_layers,
                  "lower-cases" if lowercase else "keeps case", lowercase)
     result = dataclasses.replace(result, do_lower_case=lowercase)
   elif direction == "bert_to_keras_hub":
-    left_out = keras_hub_conversion.convert_original_to_keras_hub(
+    left_out = keras_hub.convert_original_to_keras_hub(
         input_dir, output_dir, config.do_lower_case, config.vocab_file)
     _log_left_out(left_out, "a BertBackbone")
     logging.info("wrote a keras-hub preset to %s", output_dir)
     result = dataclasses.replace(result, left_out=tuple(left_out))
   elif direction == "model_garden_to_bert":
-    bert_config = model_garden_conversion.convert_model_garden_to_original(
+    bert_config = model_garden.convert_model_garden_to_original(
         input_dir, output_dir, config.bert_config_file, config.vocab_file,
         config.copy_pooler_dense_to_encoder)
     logging.info("wrote %s in the original layout (%d layers, hidden_act=%s)", output_dir,
                  bert_config.num_hidden_layers, bert_config.hidden_act)
   elif direction == "bert_to_model_garden":
-    left_out = model_garden_conversion.convert_original_to_model_garden(
+    left_out = model_garden.convert_original_to_model_garden(
         input_dir, output_dir, config.vocab_file)
     _log_left_out(left_out, "a Model Garden encoder with a masked LM")
     logging.info("wrote a Model Garden checkpoint to %s", output_dir)
     result = dataclasses.replace(result, left_out=tuple(left_out))
   elif direction == "tf_hub_to_bert":
-    bert_config, do_lower_case, difference = model_garden_conversion.convert_tf_hub_to_original(
+    bert_config, do_lower_case, difference = model_garden.convert_tf_hub_to_original(
         input_dir, output_dir)
     logging.info("wrote %s in the original layout (%d layers, hidden_act=%s: outputs within "
                  "%.2g of the SavedModel's); pass --do_lower_case=%s", output_dir,
