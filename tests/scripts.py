@@ -10,19 +10,35 @@ import os
 import subprocess
 import sys
 
+from absl import logging as absl_logging
+
 from base import cli
 from base import errors
 from tasks import runner as fine_tuning_runner_lib
 from tasks.classification.config import ClassificationConfig
+from tasks.conversion import runner as conversion_runner
+from tasks.conversion.config import ConversionConfig
+from tasks.encoder import runner as encoder_runner
+from tasks.encoder.config import ExportModelConfig
+from tasks.encoder.config import ExtractFeaturesConfig
 from tasks.multiple_choice.config import MultipleChoiceConfig
 from tasks.ner.config import NerConfig
+from tasks.pretraining import data_runner as pretraining_data_runner
 from tasks.pretraining import runner as pretraining_runner
 from tasks.pretraining.config import PretrainingConfig
+from tasks.pretraining.config import PretrainingDataConfig
 from tasks.squad.config import SquadConfig
+from tasks.vocab import runner as vocab_runner
+from tasks.vocab.config import LearnVocabConfig
 from tests.conftest import REPO_ROOT
 
 # script -> (its config class, its run function): what `run_in_process` calls.
 IN_PROCESS_RUNS = {
+    "create_pretraining_data.py": (PretrainingDataConfig, pretraining_data_runner.run),
+    "extract_features.py": (ExtractFeaturesConfig, encoder_runner.extract_features),
+    "export_model.py": (ExportModelConfig, encoder_runner.export_model),
+    "convert_checkpoint.py": (ConversionConfig, conversion_runner.run),
+    "learn_vocab.py": (LearnVocabConfig, vocab_runner.run),
     "run_classifier.py": (ClassificationConfig, fine_tuning_runner_lib.run),
     "run_ner.py": (NerConfig, fine_tuning_runner_lib.run),
     "run_squad.py": (SquadConfig, fine_tuning_runner_lib.run),
@@ -78,6 +94,8 @@ def run_in_process(script, *flags):
   handler = logging.StreamHandler(logs)
   root_logger = logging.getLogger()
   root_logger.addHandler(handler)
+  verbosity = absl_logging.get_verbosity()
+  absl_logging.set_verbosity(absl_logging.INFO)  # as absl's app sets it for a script
   try:
     with contextlib.redirect_stdout(io.StringIO()) as stdout:
       result = run(config_class.from_args(*flags))
@@ -85,6 +103,7 @@ def run_in_process(script, *flags):
   except errors.UserError as error:
     return InProcessResult(1, logs.getvalue() + cli.error_line(script, error) + "\n")
   finally:
+    absl_logging.set_verbosity(verbosity)
     root_logger.removeHandler(handler)
 
 

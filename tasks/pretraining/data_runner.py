@@ -36,12 +36,13 @@ class DataResult:
   packs: int | None
 
 
-def worker_start_method():
-  """Forks the workers on Linux: this process has imported TensorFlow but run no op (only file
-  system calls), so forking is safe, and the workers start at once instead of importing
-  TensorFlow again (4.7 s each on the benchmark's machine, during which a core would make no
-  shard). Elsewhere fork is unsafe with the system's frameworks (macOS) or absent (Windows)."""
-  return "fork" if sys.platform.startswith("linux") else "spawn"
+def worker_start_method(fork_workers):
+  """"fork" with `fork_workers` on Linux: the workers start at once instead of importing
+  TensorFlow again (see docs/benchmarks.md), which is safe only while this process has run no
+  TensorFlow op, as in `create_pretraining_data.py`. Otherwise "spawn", safe in any process (a
+  notebook's that has trained a model, a test's); fork is unsafe with macOS's frameworks and
+  absent on Windows."""
+  return "fork" if fork_workers and sys.platform.startswith("linux") else "spawn"
 
 
 def settings(config):
@@ -58,10 +59,15 @@ def settings(config):
       max_sequences_per_pack=config.max_sequences_per_pack)
 
 
-def run(config):
+def run(config, fork_workers=False):
   """Runs a `PretrainingDataConfig` in this process: `config.validate()`, then the records
   written by `config.num_workers` processes, or by a Beam pipeline when `config.pipeline_args`
   holds Beam's options; callable more than once in one process.
+
+  Args:
+    config: the `PretrainingDataConfig`.
+    fork_workers: fork the worker processes (Linux) instead of spawning them: only for a
+      process that has run no TensorFlow op (`worker_start_method`).
 
   Returns:
     the `DataResult`.
@@ -82,7 +88,7 @@ def run(config):
       stats = writer.write_pretraining_data(
           inputs, outputs, settings(config), num_workers=config.num_workers,
           shard_documents=config.shard_documents, compression_type=compression_type,
-          start_method=worker_start_method())
+          start_method=worker_start_method(fork_workers))
     else:
       from tasks.pretraining import beam  # pylint: disable=g-import-not-at-top
       logging.info("*** Reading from %d input file(s) on Apache Beam's %s ***", len(inputs),
