@@ -6,7 +6,7 @@ import json
 import pytest
 
 from data import file_patterns
-from tasks.squad import examples as squad_examples
+from tasks.squad import reader as squad_reader
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
@@ -193,15 +193,15 @@ def write_bad_file(tmp_path, case, content):
 
 
 # Answer offsets matter only for training (the scorer reads answer texts), so a moved offset is a
-# training-file error only. The runner reads its files with `examples.read_examples` and stops
+# training-file error only. The runner reads its files with `reader.read_examples` and stops
 # with its message as the last line (test_bad_files_stop_the_runner_before_it_writes_anything,
 # one case per role); here every case, in this process.
 @pytest.mark.parametrize("case, content, message, role", BAD_CASES)
 def test_bad_files_are_named_with_what_is_wrong(tmp_path, case, content, message, role):
   path = write_bad_file(tmp_path, case, content)
   with pytest.raises(file_patterns.InputError) as error:
-    squad_examples.read_examples(str(path), is_training=role == "train",
-                                 version_2_with_negative=True)
+    squad_reader.read_examples(str(path), is_training=role == "train",
+                               version_2_with_negative=True)
   assert str(error.value).startswith(f"{path}: ")
   assert message in str(error.value)
 
