@@ -111,14 +111,21 @@ writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_worker
 """
 
 
+@pytest.fixture(scope="module")
+def sharded_two_workers(tmp_path_factory, sample_vocab):
+  """The records of one output, from shards of 3 documents on 2 workers."""
+  [output] = create(tmp_path_factory.mktemp("sharded"), sample_vocab, "--shard_documents=3",
+                    "--num_workers=2")
+  return output
+
+
 def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_differs(
-    tmp_path, sample_vocab):
+    tmp_path, sample_vocab, sharded_two_workers):
   (tmp_path / "one").mkdir()
-  (tmp_path / "two").mkdir()
   (tmp_path / "seed").mkdir()
   sharded = ("--shard_documents=3",)
   one = create(tmp_path / "one", sample_vocab, *sharded)[0].read_bytes()
-  two = create(tmp_path / "two", sample_vocab, *sharded, "--num_workers=2")[0].read_bytes()
+  two = sharded_two_workers.read_bytes()
   other = create(tmp_path / "seed", sample_vocab, *sharded, "--random_seed=7")[0].read_bytes()
   spawned = tmp_path / "spawned.tfrecord"
   scripts.run_python(SPAWNED_WORKERS, SAMPLES_DIR / "sample_corpus.txt", spawned, sample_vocab,
@@ -127,18 +134,19 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
   assert one != other
 
 
-def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab):
+def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab,
+                                                                 sharded_two_workers):
   # Workers write each shard's records as one TFRecord file per output (a GZIP member when
   # compressed); record g of the whole run must still go to output g % 3, whatever the shards'
   # sizes.
-  for name in ("one", "three", "gzip"):
+  for name in ("three", "gzip"):
     (tmp_path / name).mkdir()
   sharded = ("--shard_documents=3", "--num_workers=2")
-  [one] = create(tmp_path / "one", sample_vocab, *sharded)
+  one = sharded_two_workers
   three = create(tmp_path / "three", sample_vocab, *sharded, outputs=("a", "b", "c"))
   gzipped = create(tmp_path / "gzip", sample_vocab, *sharded, "--gzip", outputs=("a", "b", "c"))
   records = [record.numpy() for record in tf.data.TFRecordDataset(str(one))]
-  stats = json.loads((tmp_path / "one" / "_out.tfrecord.stats.json").read_text())
+  stats = json.loads((one.parent / "_out.tfrecord.stats.json").read_text())
   assert stats["documents"] > 9 and len(records) % 3  # Several shards, not a multiple of 3.
   for index, (plain, compressed) in enumerate(zip(three, gzipped)):
     assert [r.numpy() for r in tf.data.TFRecordDataset(str(plain))] == records[index::3]
