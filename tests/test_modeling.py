@@ -145,6 +145,7 @@ def test_only_training_runs_the_xla_compiled_activation():
                              model(features, training=False)["masked_lm_logits"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_bert_base_has_the_original_names_shapes_and_parameter_counts(tmp_path):
   model = pretraining_model.BertPretrainingModel(BASE_CONFIG)
   assert model.encoder.count_params() == 109_482_240
@@ -343,6 +344,7 @@ def test_mixed_precision_keeps_weights_layer_norm_and_logits_in_float32(policy):
   np.testing.assert_allclose(outputs["masked_lm_logits"], expected, atol=tolerance)
 
 
+@pytest.mark.slow
 def test_jit_compiled_training_step_matches_eager():
   model = pretraining_model.BertPretrainingModel(bert_config_lib.BertConfig(**TINY))
   features = _tiny_features()

@@ -202,6 +202,7 @@ UPDATE_TOLERANCE = 0.01 * LEARNING_RATE
 ZERO_GRADIENT_VARIABLES = "attention/self/key/bias"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
 def test_one_optimizer_step_on_packed_rows_makes_the_unpacked_update(optimizer):
   instances = _instances(seed=1)

@@ -55,6 +55,7 @@ def demo_layout(tiny_model, tmp_path, monkeypatch):
   return demo_output
 
 
+@pytest.mark.slow
 def test_two_families_run_back_to_back_in_one_process(demo_layout, capsys):
   namespace = runpy.run_path(str(EXAMPLE), run_name="__main__")
   classifier, tagger = namespace["classifier"], namespace["tagger"]

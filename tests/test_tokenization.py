@@ -203,6 +203,7 @@ def test_private_use_characters_are_kept_as_the_original_does(uncased_vocab):
   assert _graph_ids(graph, ["use \ue000"]) == _python_ids(full, ["use \ue000"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_parity_with_huggingface_on_real_text(real_corpora, uncased_vocab, do_lower_case):
   from transformers import BertTokenizerFast
@@ -266,6 +267,7 @@ def test_arbitrary_bytes_never_raise(tokenizer_pairs, data):
   assert _graph_ids(graph, [data]) == [full.convert_tokens_to_ids(full.tokenize(data))]
 
 
+@pytest.mark.slow
 def test_every_code_point_agrees_except_ones_python_has_not_assigned(tokenizer_pairs):
   # The original's answer for a code point depends on the Unicode version of the Python running
   # it; TensorFlow's regex and ICU tables know characters added after Python 3.11's Unicode 14

@@ -27,6 +27,8 @@ from tasks.squad import reader as squad_reader
 from tasks.squad import task as squad_task
 from training import engine
 
+pytestmark = pytest.mark.slow  # trains the real MiniLM beside PyTorch
+
 BATCH_SIZE = 8
 NUM_STEPS = 8
 NUM_WARMUP_STEPS = 2
