@@ -22,7 +22,8 @@ _PUNCTUATION = r"[\x21-\x2F\x3A-\x40\x5B-\x60\x7B-\x7E\p{P}]"
 # What becomes a space: `_is_whitespace` (tab, newline, return, Zs) and the two characters that
 # `str.split()` also splits on but that the original keeps through cleaning (neither Zs nor
 # control): U+2028, U+2029. The space itself is left out (`[^\P{Zs} ]` is Zs but " "): replacing
-# each of a text's many spaces by a space made this pass 8x slower (33 -> 4 ms on 1 MB of text).
+# each of a text's many spaces by a space made this pass several times slower
+# (docs/benchmarks.md, "Measurements behind the code").
 _SPACES = r"[\t\n\r\x{2028}\x{2029}]|[^\P{Zs} ]"
 _CJK_CHAR = "([" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}"
                             for low, high in tokenization.CJK_RANGES) + "])"
@@ -35,7 +36,7 @@ def basic_tokenize(texts, do_lower_case, repair_utf8=True):
     texts: string Tensor of shape [batch_size]; invalid UTF-8 bytes are dropped like U+FFFD.
     do_lower_case: Python bool.
     repair_utf8: Python bool; False skips replacing invalid UTF-8 by U+FFFD (the first and
-      costliest pass: 27 of ~110 ms on 1 MB of text), for texts known to be valid, such as
+      costliest pass, docs/benchmarks.md), for texts known to be valid, such as
       Python strings encoded by `tf.constant`.
 
   Returns:
@@ -53,8 +54,8 @@ def basic_tokenize(texts, do_lower_case, repair_utf8=True):
     texts = tf_text.normalize_utf8(texts, "NFD")
     texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
   # Each punctuation character a word of its own, then one split on spaces (after cleaning the
-  # only whitespace left): 35 ms on 1 MB of text, against 78 ms for one `regex_split` on spaces
-  # and punctuation keeping the punctuation.
+  # only whitespace left): faster than one `regex_split` on spaces and punctuation keeping the
+  # punctuation (docs/benchmarks.md).
   texts = tf.strings.regex_replace(texts, f"({_PUNCTUATION})", r" \1 ")
   return tf.strings.split(texts)
 
@@ -128,7 +129,7 @@ class GraphTokenizer(tf.Module):
     pieces = self._word_pieces(texts)
     # The pieces of text i: those of its words' pieces, `pieces.row_splits[i]` to `[i + 1]`.
     # Joined unvalidated: `merge_dims(1, 2)` checks the splits it is given with asserts in
-    # `tf.cond`s, which took 0.2 of the 0.25 s of tracing this function.
+    # `tf.cond`s, which took most of the time of tracing this function (docs/benchmarks.md).
     return tf.RaggedTensor.from_row_splits(
         pieces.flat_values, tf.gather(pieces.values.row_splits, pieces.row_splits),
         validate=False)

@@ -61,8 +61,7 @@ def _xla_fused(activation):
 
   For training only. Written as TensorFlow ops, a GELU's value and gradient are a dozen
   elementwise passes over `[batch_size * seq_length, intermediate_size]` each; XLA fuses each into
-  one pass (16 -> 3 ms forward + backward on `[1024, 3072]` on the project's 2-core CPU; the Base
-  pretraining step 2-5% faster, README "Model step"). The gradient is TensorFlow's own derivative
+  one pass (docs/benchmarks.md, "Measurements behind the code", and "Model step"). The gradient is TensorFlow's own derivative
   of `activation`, compiled, not a hand-written formula. Inference and exports keep the plain ops:
   TensorFlow Serving runs XLA-compiled functions only behind a flag.
 

@@ -119,8 +119,8 @@ class SelfAttention(keras.layers.Layer):
           [0, 2, 1, 3])
 
     # Heads moved ahead of positions and two batched matmuls, as the original's
-    # `transpose_for_scores`: with oneDNN on, the pretraining step at the Base shape is 0-6%
-    # faster than with the same contractions written as one `einsum` each (README, Model step).
+    # `transpose_for_scores`: with oneDNN on, the pretraining step at the Base shape is faster
+    # than with the same contractions written as one `einsum` each (docs/benchmarks.md).
     query = split_heads(self.query(hidden_states))
     key = split_heads(self.key(hidden_states))
     value = split_heads(self.value(hidden_states))

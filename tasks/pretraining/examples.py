@@ -4,8 +4,8 @@ eleven of packed rows (`packing`).
 One code path writes any features, int64 or float lists: the bytes are assembled with NumPy in
 the protocol-buffer wire format, 1,024 rows at once, the same bytes as
 `tf.train.Example.SerializeToString(deterministic=True)` (map keys sorted; checked byte for byte
-in the tests). For the 14,240 examples of one WikiText-2 valid shard: 0.17-0.30 s,
-against 0.39-0.58 s filling and serializing one reused message per row (five interleaved rounds).
+in the tests); faster than filling and serializing one reused message per row
+(docs/benchmarks.md, "Measurements behind the code").
 
 The wire format (https://protobuf.dev/programming-guides/encoding/): an `Example` is field 1
 (`features`) holding a `Features`, whose map `feature` is repeated field 1 of entries
@@ -76,8 +76,7 @@ def _packed_varints(values):
       | ((num_bytes > k + 1).view(np.uint8) << 7)
       for k in range(max_bytes)], axis=-1)
   # Stacked, not `np.arange(max_bytes) < num_bytes[..., None]`: broadcast along a last axis of
-  # 3, NumPy's inner loop runs 3 elements at a time (2.5 ms per 1,024 rows of BERT ids against
-  # 0.15 ms).
+  # 3, NumPy's inner loop runs 3 elements at a time (docs/benchmarks.md).
   written = np.stack([num_bytes > k for k in range(max_bytes)], axis=-1)
   return (groups.reshape(len(values), -1), written.reshape(len(values), -1),
           num_bytes.sum(axis=1, dtype=np.int64))

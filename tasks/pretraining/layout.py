@@ -7,9 +7,8 @@ order (a truncation's in one call, see `_truncate`), works on offsets: a shard's
 ranges of one id array (`Documents`), A and B are each a range of it (consecutive segments are
 contiguous, and truncation only moves a range's ends), and `[CLS] A [SEP] B [SEP]` is gathered
 with NumPy, 1,024 instances at a time. Same instances as the transcription without masking
-(tested). Laying out and packing one WikiText-2 valid shard (14,240 instances at `dupe_factor`
-5): 0.43-0.55 s as lists; here 0.083-0.111 s, against 0.118-0.138 s with a truncation loop
-drawing token by token (medians of ten layouts, four interleaved rounds each).
+(tested); faster than lists, and than a truncation loop drawing token by token
+(docs/benchmarks.md, "Measurements behind the code").
 """
 
 import dataclasses

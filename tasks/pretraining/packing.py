@@ -9,7 +9,7 @@ number that keeps attention within it (`features.packed_pretraining_feature_spec
 A shard's packs are chosen by best-fit decreasing with at most `max_sequences_per_pack`
 instances per pack, as the paper's shortest-pack-first histogram packing: longest instance
 first, each into the open pack with the least room left that still fits it (`choose_packs`;
-0.02 s for the 13,409 instances of WikiText-2 valid at `dupe_factor` 5). The packs are then
+its cost in docs/benchmarks.md). The packs are then
 shuffled, so that the records' order does not follow length, and laid out as the records' arrays
 (`layout`). Instances are packed after masking and are not changed: un-packing a row gives them
 back.

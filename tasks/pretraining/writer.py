@@ -316,9 +316,8 @@ def _keep_freed_memory():
   """Makes glibc's malloc keep freed memory for reuse instead of returning it to the system.
 
   A shard allocates and frees arrays of megabytes again and again (ids, masks, serialized bytes);
-  above malloc's mmap threshold each is mapped anew and every page faulted in again. 40
-  WikiText-2 shards on 2 workers: 4.6-5.1 s of system time and 12.9-14.3 s by default (two runs);
-  with these settings 3.0-3.2 s and 11.2-11.8 s (three runs). Nothing to do without glibc.
+  above malloc's mmap threshold each is mapped anew and every page faulted in again (the
+  system time it saves: docs/benchmarks.md). Nothing to do without glibc.
   """
   try:
     libc = ctypes.CDLL("libc.so.6")
@@ -337,9 +336,8 @@ def _share_the_cores(num_workers):
   """Gives this worker's TensorFlow ops its share of the cores (one each by default).
 
   TensorFlow sizes its thread pools to the machine, and its idle threads spin before they sleep:
-  with one worker per core, a worker's tokenization took CPU from the others. Forty WikiText-2
-  shards on 2 workers, three runs each way: 13.4-15.8 s with one thread per worker, 14.6-15.4 s
-  with the default pools (CPU per shard 0.55-0.65 s against 0.60-0.63 s).
+  with one worker per core, a worker's tokenization took CPU from the others
+  (docs/benchmarks.md).
   """
   threads = max(1, (os.cpu_count() or 1) // num_workers)
   tf.config.threading.set_intra_op_parallelism_threads(threads)
