@@ -70,7 +70,9 @@ def temporary_path(path):
   """Yields the name to write `path`'s content to; renames it to `path` when the block succeeds.
 
   Example:
-    >>> with temporary_path("train.tf_record") as temp_path:
+    >>> import tensorflow as tf
+    >>> from base import atomic_files
+    >>> with atomic_files.temporary_path("train.tf_record") as temp_path:
     ...   with tf.io.TFRecordWriter(temp_path) as writer:
     ...     writer.write(b"record")
     >>> tf.io.gfile.exists("train.tf_record")
@@ -91,7 +93,8 @@ def open_for_writing(path, mode="w"):
   succeeds; on any error neither it nor `path` is left changed.
 
   Example:
-    >>> with open_for_writing("eval_results.txt") as f:
+    >>> from base import atomic_files
+    >>> with atomic_files.open_for_writing("eval_results.txt") as f:
     ...   _ = f.write("eval_accuracy = 0.9\\n")
     >>> open("eval_results.txt").read()
     'eval_accuracy = 0.9\\n'

@@ -26,7 +26,8 @@ class Progress:
     count_format: format spec of the counts (e.g. ",.1f" for megabytes).
 
   Example:
-    >>> progress = Progress(total=1000, unit="lines")
+    >>> from base import progress as progress_lib
+    >>> progress = progress_lib.Progress(total=1000, unit="lines")
     >>> for batch in [list(range(100))] * 10:
     ...   progress.update(len(batch))
     >>> progress.close()

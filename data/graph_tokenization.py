@@ -72,8 +72,11 @@ class GraphTokenizer(tf.Module):
     repair_utf8: see `basic_tokenize`; False only for texts known to be valid UTF-8.
 
   Example:
-    >>> # vocab.txt: [PAD] [UNK] [CLS] [SEP] [MASK] hello , world !
-    >>> tokenizer = GraphTokenizer("vocab.txt", do_lower_case=True)
+    >>> import tensorflow as tf
+    >>> from data import graph_tokenization
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", ",", "world", "!"]
+    >>> _ = open("vocab.txt", "w").write("\\n".join(vocab) + "\\n")
+    >>> tokenizer = graph_tokenization.GraphTokenizer("vocab.txt", do_lower_case=True)
     >>> tokenizer.tokenize(tf.constant(["Hello, world!"]))
     <tf.RaggedTensor [[5, 6, 7, 8]]>
   """

@@ -136,7 +136,10 @@ class FullTokenizer:
     do_lower_case: lower-case and strip accents (uncased models).
 
   Example:
-    >>> tokenizer = FullTokenizer("vocab.txt", do_lower_case=True)
+    >>> from data import tokenization
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", ",", "world", "!"]
+    >>> _ = open("vocab.txt", "w").write("\\n".join(vocab) + "\\n")
+    >>> tokenizer = tokenization.FullTokenizer("vocab.txt", do_lower_case=True)
     >>> tokenizer.tokenize("Hello, world!")
     ['hello', ',', 'world', '!']
   """

@@ -20,10 +20,11 @@ def to_documents(lines, paragraphs=False):
     paragraphs: make each paragraph a document, not each article: a corpus of short documents,
       as news or web pages are (most of its instances are shorter than a row).
 
-  >>> list(to_documents([" = A = ", " One . Two . ", " Three . ", " = B = ", " Four . "]))
+  >>> from data import wikitext
+  >>> lines = [" = A = ", " One . Two . ", " Three . ", " = B = ", " Four . "]
+  >>> list(wikitext.to_documents(lines))
   ['One .', 'Two .', 'Three .', '', 'Four .']
-  >>> list(to_documents([" = A = ", " One . Two . ", " Three . ", " = B = ", " Four . "],
-  ...                   paragraphs=True))
+  >>> list(wikitext.to_documents(lines, paragraphs=True))
   ['One .', 'Two .', '', 'Three .', '', 'Four .']
   """
   started = False

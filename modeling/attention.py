@@ -38,7 +38,9 @@ class PackedAttentionMask(keras.layers.Layer):
   own instance, so instances sharing a row do not see each other (no cross-contamination).
 
   Example:
-    >>> PackedAttentionMask()(tf.constant([[1, 1, 2, 0]])).numpy()[0]
+    >>> import tensorflow as tf
+    >>> from modeling import attention as attention_lib
+    >>> attention_lib.PackedAttentionMask()(tf.constant([[1, 1, 2, 0]])).numpy()[0]
     array([[1, 1, 0, 0],
            [1, 1, 0, 0],
            [0, 0, 1, 0],
@@ -67,8 +69,11 @@ class SelfAttention(keras.layers.Layer):
     dropout_rate: dropout on attention probabilities.
 
   Example:
-    >>> attention = SelfAttention(hidden_size=16, num_attention_heads=2)
-    >>> context = attention(tf.zeros([2 * 8, 16]), attention_mask_adder(tf.ones([2, 8])))
+    >>> import tensorflow as tf
+    >>> from modeling import attention as attention_lib
+    >>> attention = attention_lib.SelfAttention(hidden_size=16, num_attention_heads=2)
+    >>> mask_adder = attention_lib.attention_mask_adder(tf.ones([2, 8]))  # [2, 1, 1, 8]
+    >>> context = attention(tf.zeros([2 * 8, 16]), mask_adder)
   """
 
   def __init__(self, hidden_size, num_attention_heads, initializer_range=0.02, dropout_rate=0.1,

@@ -33,9 +33,15 @@ class BertClassifier(task_model.BertTaskModel):
     with `per_token`.
 
   Example:
-    >>> model = BertClassifier(bert_config_lib.BertConfig.from_json_file("bert_config.json"),
-    ...                        num_outputs=2)
-    >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import classifier_model
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> model = classifier_model.BertClassifier(config, num_outputs=2)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> logits = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                 "segment_ids": tf.zeros_like(ids)})
     >>> logits.shape  # [batch_size, num_outputs]
     TensorShape([2, 2])
   """

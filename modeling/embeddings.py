@@ -24,8 +24,10 @@ class BertEmbeddings(keras.layers.Layer):
     dropout_rate: dropout after the LayerNorm.
 
   Example:
-    >>> embeddings = BertEmbeddings(vocab_size=100, hidden_size=16, max_position_embeddings=32,
-    ...                             type_vocab_size=2)
+    >>> import tensorflow as tf
+    >>> from modeling import embeddings as embeddings_lib
+    >>> embeddings = embeddings_lib.BertEmbeddings(vocab_size=100, hidden_size=16,
+    ...                                            max_position_embeddings=32, type_vocab_size=2)
     >>> output = embeddings(tf.zeros([2, 8], tf.int32), tf.zeros([2, 8], tf.int32))  # [2, 8, 16]
   """
 

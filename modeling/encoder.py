@@ -106,10 +106,15 @@ class BertEncoder(config_model.BertConfigModel):
     embedding_output: `[batch_size, seq_length, hidden_size]`.
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import encoder as encoder_lib
     >>> config = bert_config_lib.BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2,
     ...                                     num_attention_heads=2, intermediate_size=32)
-    >>> encoder = BertEncoder(config)
-    >>> outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> encoder = encoder_lib.BertEncoder(config)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> outputs = encoder({"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                    "segment_ids": tf.zeros_like(ids)})
     >>> outputs["sequence_output"].shape  # [batch_size, seq_length, hidden_size]
     TensorShape([2, 8, 16])
     >>> outputs["pooled_output"].shape  # [batch_size, hidden_size]

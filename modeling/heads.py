@@ -27,11 +27,17 @@ class MaskedLMHead(keras.layers.Layer):
     initializer_range: stddev of the truncated-normal kernel initializer.
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
     >>> from modeling import encoder as encoder_lib
-    >>> encoder = encoder_lib.BertEncoder(bert_config)
-    >>> sequence_output = encoder({"input_ids": ids, "input_mask": mask,
-    ...                            "segment_ids": segments})["sequence_output"]
-    >>> head = MaskedLMHead(encoder.embeddings, hidden_act="gelu")
+    >>> from modeling import heads
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> encoder = encoder_lib.BertEncoder(config)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> sequence_output = encoder({"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                            "segment_ids": tf.zeros_like(ids)})["sequence_output"]
+    >>> head = heads.MaskedLMHead(encoder.embeddings, hidden_act="gelu")
     >>> head(sequence_output, tf.constant([[1, 2], [3, 4]])).shape  # [batch, predictions, vocab]
     TensorShape([2, 2, 9])
   """
@@ -105,7 +111,9 @@ class OutputProjection(keras.layers.Layer):
     dropout_rate: dropout on the inputs while training (the classifier's 0.1; 0 for the others).
 
   Example:
-    >>> next_sentence = OutputProjection(2, hidden_size=768)
+    >>> import tensorflow as tf
+    >>> from modeling import heads
+    >>> next_sentence = heads.OutputProjection(2, hidden_size=768)
     >>> next_sentence(tf.zeros([4, 768])).shape  # [batch_size, 2]
     TensorShape([4, 2])
   """

@@ -44,7 +44,13 @@ class BertMultipleChoice(task_model.BertTaskModel):
   Outputs: float32 scores (logits of the softmax over choices) `[batch_size, num_choices]`.
 
   Example:
-    >>> model = BertMultipleChoice(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import multiple_choice_model
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> model = multiple_choice_model.BertMultipleChoice(config)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
     >>> choices = tf.stack([ids, ids, ids], axis=1)  # [batch_size, num_choices, seq_length]
     >>> scores = model({"input_ids": choices, "input_mask": tf.ones_like(choices),
     ...                 "segment_ids": tf.zeros_like(choices)})

@@ -46,7 +46,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     power: polynomial power (1.0 = linear decay).
 
   Example:
-    >>> schedule = WarmupPolynomialDecay(1e-4, decay_steps=100, warmup_steps=10)
+    >>> from modeling import optimization
+    >>> schedule = optimization.WarmupPolynomialDecay(1e-4, decay_steps=100, warmup_steps=10)
     >>> round(float(schedule(5)), 9)   # mid-warmup: 1e-4 * 5 / 10
     5e-05
     >>> round(float(schedule(10)), 9)  # first step after warmup: 1e-4 * (1 - 10 / 100)
@@ -111,7 +112,10 @@ class AdamWeightDecay(tf.Module):
     name: module name.
 
   Example:
-    >>> optimizer = AdamWeightDecay(WarmupPolynomialDecay(1e-4, decay_steps=1000, warmup_steps=100))
+    >>> import tensorflow as tf
+    >>> from modeling import optimization
+    >>> schedule = optimization.WarmupPolynomialDecay(1e-4, decay_steps=1000, warmup_steps=100)
+    >>> optimizer = optimization.AdamWeightDecay(schedule)
     >>> weight = tf.Variable([1.0, 2.0])
     >>> optimizer.build({"bert/weight": weight})  # under the strategy's scope when distributed
     >>> _ = optimizer.apply_gradients([(tf.constant([0.5, -0.5]), weight)])
@@ -289,7 +293,9 @@ class Lamb(AdamWeightDecay):
       `exclude_from_weight_decay`.
 
   Example:
-    >>> optimizer = Lamb(WarmupPolynomialDecay(1e-3, decay_steps=1000, warmup_steps=100))
+    >>> from modeling import optimization
+    >>> schedule = optimization.WarmupPolynomialDecay(1e-3, decay_steps=1000, warmup_steps=100)
+    >>> optimizer = optimization.Lamb(schedule)
   """
 
   def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,

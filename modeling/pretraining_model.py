@@ -42,8 +42,15 @@ class BertPretrainingModel(task_model.BertTaskModel):
       hidden_size]` when `packed`.
 
   Example:
-    >>> model = BertPretrainingModel(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
-    >>> outputs = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import pretraining_model
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> model = pretraining_model.BertPretrainingModel(config)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> outputs = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                  "segment_ids": tf.zeros_like(ids),
     ...                  "masked_lm_positions": tf.constant([[1, 2], [3, 4]])})
     >>> outputs["masked_lm_logits"].shape  # [batch_size, max_predictions_per_seq, vocab_size]
     TensorShape([2, 2, 9])

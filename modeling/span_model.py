@@ -29,8 +29,15 @@ class BertSpanModel(task_model.BertTaskModel):
   Outputs: dict of float32 `start_logits` and `end_logits`, `[batch_size, seq_length]` each.
 
   Example:
-    >>> model = BertSpanModel(bert_config_lib.BertConfig.from_json_file("bert_config.json"))
-    >>> logits = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import span_model
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> model = span_model.BertSpanModel(config)
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> logits = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                 "segment_ids": tf.zeros_like(ids)})
     >>> logits["start_logits"].shape  # [batch_size, seq_length]
     TensorShape([2, 8])
   """

@@ -22,7 +22,11 @@ class BertTaskModel(config_model.BertConfigModel):
     **kwargs: passed to `keras.Model` (`name`).
 
   Example:
-    >>> class BertSpanModel(BertTaskModel):
+    >>> import keras
+    >>> from modeling import encoder as encoder_lib
+    >>> from modeling import heads
+    >>> from modeling import task_model
+    >>> class BertSpanModel(task_model.BertTaskModel):
     ...   def __init__(self, config, **kwargs):
     ...     encoder = encoder_lib.BertEncoder(config, name="bert")
     ...     span_layer = heads.OutputProjection(2, config.hidden_size, 0.02, name="span")

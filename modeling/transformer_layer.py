@@ -25,7 +25,10 @@ class TransformerLayer(keras.layers.Layer):
     initializer_range: stddev of the truncated-normal kernel initializer.
 
   Example:
-    >>> layer = TransformerLayer(hidden_size=16, num_attention_heads=2, intermediate_size=32)
+    >>> import tensorflow as tf
+    >>> from modeling import transformer_layer
+    >>> layer = transformer_layer.TransformerLayer(hidden_size=16, num_attention_heads=2,
+    ...                                            intermediate_size=32)
     >>> output = layer(tf.zeros([2, 8, 16]), tf.ones([2, 8], tf.int32))  # [2, 8, 16]
   """
 

@@ -58,9 +58,17 @@ class ClassifierTask(task_lib.Task):
     num_labels: the label list's length (ignored for regression, which has one output).
 
   Example:
-    >>> task = ClassifierTask(bert_config, CLASSIFICATION, num_labels=2)
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import optimization
+    >>> from tasks import classifier
     >>> from training import engine
-    >>> trainer = engine.Trainer(strategy, task, run_config, optimizer_fn)
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> task = classifier.ClassifierTask(config, classifier.CLASSIFICATION, num_labels=2)
+    >>> run_config = engine.RunConfig(output_dir="output", num_train_steps=10)
+    >>> trainer = engine.Trainer(tf.distribute.get_strategy(), task, run_config,
+    ...                          lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
   def __init__(self, bert_config, kind, num_labels):

@@ -66,8 +66,10 @@ class CheckpointManager:
       e.g., another `hidden_act`). None records nothing.
 
   Example:
-    >>> manager = CheckpointManager("output", {"bert/weight": tf.Variable([1.0])},
-    ...                             keep_checkpoint_max=5)
+    >>> import tensorflow as tf
+    >>> from training import checkpointing
+    >>> manager = checkpointing.CheckpointManager("output", {"bert/weight": tf.Variable([1.0])},
+    ...                                           keep_checkpoint_max=5)
     >>> manager.restore_latest() is None  # nothing to resume from yet
     True
     >>> manager.save(step=1000)

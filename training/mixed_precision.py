@@ -27,7 +27,9 @@ class DynamicLossScale(tf.Module):
     growth_steps: finite steps in a row after which the scale doubles.
 
   Example:
-    >>> loss_scale = DynamicLossScale()  # under the strategy's scope when distributed
+    >>> import tensorflow as tf
+    >>> from training import mixed_precision
+    >>> loss_scale = mixed_precision.DynamicLossScale()  # under the strategy's scope if distributed
     >>> weight = tf.Variable(3.0)
     >>> with tf.GradientTape() as tape:
     ...   scaled_loss = loss_scale.scale_loss(weight * weight)

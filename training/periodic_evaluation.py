@@ -102,8 +102,11 @@ class PeriodicEvaluation:
     is_chief: only the chief writes files; the others keep the same state in memory.
 
   Example:
-    >>> evaluation = PeriodicEvaluation("output", {"w": tf.Variable(1.0)},
-    ...                                 EvaluationConfig(every_steps=10, metric="f1"))
+    >>> import tensorflow as tf
+    >>> from training import periodic_evaluation
+    >>> evaluation = periodic_evaluation.PeriodicEvaluation(
+    ...     "output", {"w": tf.Variable(1.0)},
+    ...     periodic_evaluation.EvaluationConfig(every_steps=10, metric="f1"))
     >>> evaluation.resume(step=0)
     >>> evaluation.record(10, {"f1": 0.5}, seconds=1.0)
     True

@@ -15,11 +15,16 @@ class Task(abc.ABC):
 
   Example:
     >>> import keras
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
     >>> from modeling import classifier_model
-    >>> class ClassifierTask(Task):
+    >>> from training import task as task_lib
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> class ClassifierTask(task_lib.Task):
     ...   metric_names = ("eval_accuracy", "eval_loss")
     ...   def build_model(self):
-    ...     return classifier_model.BertClassifier(bert_config, num_outputs=2)
+    ...     return classifier_model.BertClassifier(config, num_outputs=2)
     ...   def compute_loss(self, features, outputs, training):
     ...     per_example = keras.losses.sparse_categorical_crossentropy(
     ...         features["label_ids"], outputs, from_logits=True)
@@ -30,8 +35,10 @@ class Task(abc.ABC):
     ...         "eval_accuracy": (tf.reduce_sum(correct * weights), tf.reduce_sum(weights)),
     ...         "eval_loss": (tf.reduce_sum(per_example * weights), tf.reduce_sum(weights))}
     >>> task = ClassifierTask()
-    >>> features = {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
-    ...             "label_ids": tf.constant([0, 1]), "is_real_example": tf.constant([1, 1])}
+    >>> ids = tf.constant([[2, 5, 6, 7, 8, 3, 7, 3]] * 2)  # [batch_size, seq_length]
+    >>> features = {"input_ids": ids, "input_mask": tf.ones_like(ids),
+    ...             "segment_ids": tf.zeros_like(ids), "label_ids": tf.constant([0, 1]),
+    ...             "is_real_example": tf.constant([1, 1])}
     >>> loss, metrics = task.compute_loss(features, task.build_model()(features), training=False)
     >>> sorted(metrics)
     ['eval_accuracy', 'eval_loss']

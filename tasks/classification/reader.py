@@ -235,8 +235,9 @@ class GenericProcessor:
     regression: labels are numbers (one output, mean-squared-error loss).
 
   Example:
+    >>> from tasks.classification import reader
     >>> _ = open("train.csv", "w").write("review,stars\\ngreat,5\\nbad,1\\n")
-    >>> processor = GenericProcessor("csv", "review", None, "stars", has_header=True)
+    >>> processor = reader.GenericProcessor("csv", "review", None, "stars", has_header=True)
     >>> [(example.text_a, example.label) for example in processor.get_train_examples(".")]
     [('great', '5'), ('bad', '1')]
   """

@@ -35,8 +35,12 @@ class ExtractFeaturesConfig(config.FlagConfig):
   file (see the flags' help).
 
   Example:
+    >>> from modeling import bert_config as bert_config_lib
     >>> from tasks.encoder.config import ExtractFeaturesConfig
     >>> _ = open("input.txt", "w").write("Hello, world! ||| Hello!\\n")
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", ",", "world", "!"]
+    >>> _ = open("vocab.txt", "w").write("\\n".join(vocab) + "\\n")
+    >>> bert_config_lib.BertConfig(vocab_size=9).to_json_file("bert_config.json")
     >>> features_config = ExtractFeaturesConfig(
     ...     input_file="input.txt", output_file="features.jsonl", vocab_file="vocab.txt",
     ...     bert_config_file="bert_config.json", init_checkpoint="no/model.ckpt",
@@ -133,7 +137,11 @@ class ExportModelConfig(config.FlagConfig):
   (see the flags' help).
 
   Example:
+    >>> from modeling import bert_config as bert_config_lib
     >>> from tasks.encoder.config import ExportModelConfig
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", ",", "world", "!"]
+    >>> _ = open("vocab.txt", "w").write("\\n".join(vocab) + "\\n")
+    >>> bert_config_lib.BertConfig(vocab_size=9).to_json_file("bert_config.json")
     >>> export_config = ExportModelConfig(
     ...     bert_config_file="bert_config.json", vocab_file="vocab.txt",
     ...     init_checkpoint="no/model.ckpt", export_dir="export", export_version=1,

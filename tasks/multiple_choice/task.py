@@ -13,9 +13,17 @@ class MultipleChoiceTask(classifier.ClassifierTask):
     bert_config: a `BertConfig`.
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import optimization
+    >>> from tasks.multiple_choice import task as multiple_choice_task
     >>> from training import engine
-    >>> trainer = engine.Trainer(strategy, MultipleChoiceTask(bert_config), run_config,
-    ...                          optimizer_fn)
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> task = multiple_choice_task.MultipleChoiceTask(config)
+    >>> run_config = engine.RunConfig(output_dir="output", num_train_steps=10)
+    >>> trainer = engine.Trainer(tf.distribute.get_strategy(), task, run_config,
+    ...                          lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
   def __init__(self, bert_config):

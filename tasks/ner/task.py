@@ -40,9 +40,16 @@ class TaggingTask(task_lib.Task):
     max_seq_length: length of `predict`'s outputs (batches with dynamic padding are shorter).
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import optimization
+    >>> from tasks.ner import task as ner_task
     >>> from training import engine
-    >>> trainer = engine.Trainer(strategy, TaggingTask(bert_config, 13, 8), run_config,
-    ...                          optimizer_fn)
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> run_config = engine.RunConfig(output_dir="output", num_train_steps=10)
+    >>> trainer = engine.Trainer(tf.distribute.get_strategy(), ner_task.TaggingTask(config, 13, 8),
+    ...                          run_config, lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
   metric_names = ("token_accuracy",)

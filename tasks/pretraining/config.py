@@ -103,6 +103,8 @@ class PretrainingDataConfig(config.FlagConfig):
   Example:
     >>> from tasks.pretraining.config import PretrainingDataConfig
     >>> _ = open("corpus.txt", "w").write("Hello, world!\\nHello!\\n\\nWorld, hello!\\n")
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", ",", "world", "!"]
+    >>> _ = open("vocab.txt", "w").write("\\n".join(vocab) + "\\n")
     >>> data_config = PretrainingDataConfig(input_file="corpus.txt", vocab_file="vocab.txt",
     ...                                     output_file="part.tfrecord", num_output_shards=2,
     ...                                     max_seq_length=16, max_predictions_per_seq=3)

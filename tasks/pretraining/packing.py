@@ -72,7 +72,8 @@ def choose_packs(lengths, max_seq_length, max_sequences_per_pack):
     int64 `[num_packs, max_sequences_per_pack]`: each pack's instance indices in the order they
     joined it, then -1 in empty slots; packs in the order they were opened.
 
-  >>> choose_packs([3, 8, 5, 2, 2], max_seq_length=10, max_sequences_per_pack=2)
+  >>> from tasks.pretraining import packing
+  >>> packing.choose_packs([3, 8, 5, 2, 2], max_seq_length=10, max_sequences_per_pack=2)
   array([[ 1,  3],
          [ 2,  0],
          [ 4, -1]])

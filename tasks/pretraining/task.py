@@ -129,8 +129,17 @@ class PretrainingTask(task_lib.Task):
     packed: train on packed rows (`RecordLayout.packed`); see `BertPretrainingModel`.
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import optimization
+    >>> from tasks.pretraining import task as pretraining_task
     >>> from training import engine
-    >>> trainer = engine.Trainer(strategy, PretrainingTask(bert_config), run_config, optimizer_fn)
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> task = pretraining_task.PretrainingTask(config)
+    >>> run_config = engine.RunConfig(output_dir="output", num_train_steps=10)
+    >>> trainer = engine.Trainer(tf.distribute.get_strategy(), task, run_config,
+    ...                          lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
   metric_names = ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",

@@ -31,8 +31,16 @@ class SquadTask(task_lib.Task):
       rest is filled with -10000, a logit no span is chosen from).
 
   Example:
+    >>> import tensorflow as tf
+    >>> from modeling import bert_config as bert_config_lib
+    >>> from modeling import optimization
+    >>> from tasks.squad import task as squad_task
     >>> from training import engine
-    >>> trainer = engine.Trainer(strategy, SquadTask(bert_config, 8), run_config, optimizer_fn)
+    >>> config = bert_config_lib.BertConfig(vocab_size=9, hidden_size=16, num_hidden_layers=2,
+    ...                                     num_attention_heads=2, intermediate_size=32)
+    >>> run_config = engine.RunConfig(output_dir="output", num_train_steps=10)
+    >>> trainer = engine.Trainer(tf.distribute.get_strategy(), squad_task.SquadTask(config, 8),
+    ...                          run_config, lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
   metric_names = ("start_accuracy", "end_accuracy")
