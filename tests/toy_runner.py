@@ -22,8 +22,8 @@ from training import engine
 from training import input_pipeline
 from training import periodic_evaluation
 
-training_config.EngineConfig.define_flags(FLAGS)
-training_config.InputCompressionConfig.define_flags(FLAGS)
+training_config.EngineConfig.define_flags(flags.FLAGS)
+training_config.InputCompressionConfig.define_flags(flags.FLAGS)
 flags.DEFINE_string("input_file", None, "Toy TFRecords.")
 flags.DEFINE_integer("train_batch_size", 8, "Examples per step.")
 flags.DEFINE_integer("eval_batch_size", 8, "Examples per eval step.")
