@@ -1,36 +1,18 @@
-"""Entry point of the runners: an absl app whose bad-input errors end in one line, exit status 1,
-and whose --help lists every flag the script accepts, grouped."""
+"""Entry point of the scripts: `run_config`, an absl app that builds a run's typed config from the
+flags, whose bad-input errors end in one line, exit status 1, and whose --help lists every flag
+the script accepts, grouped."""
 
 import functools
-import inspect
 import os
 import sys
 
 from absl import app
 from absl import flags
 
-from base import cluster
 from base import errors
-from base import output_locations
 
-# Flag name -> title of its group in --help (filled by `help_group`).
+# Flag name -> title of its group in --help (filled by `base.config.FlagConfig.define_flags`).
 HELP_GROUP_OF_FLAG = {}
-
-
-def help_group(title):
-  """Decorates a `define_*` function: the flags it defines are listed under `title` in --help."""
-  def decorate(define):
-    signature = inspect.signature(define)
-
-    @functools.wraps(define)
-    def define_and_record(*args, **kwargs):
-      flag_values = signature.bind(*args, **kwargs).arguments.get("flag_values", flags.FLAGS)
-      before = set(flag_values)
-      define(*args, **kwargs)
-      for name in set(flag_values) - before:
-        HELP_GROUP_OF_FLAG[name] = title
-    return define_and_record
-  return decorate
 
 
 HELP_ARGUMENTS = ("-h", "-?", "-help", "--help", "-helpshort", "--helpshort")
@@ -40,40 +22,6 @@ ABSL_GROUP = "absl: flag files (--flagfile), logging, help"
 TENSORFLOW_GROUP = "TensorFlow's own (rarely needed)"
 
 
-# Flags that name where a script writes, checked by `run` before the script's `main`. A script
-# whose output flag has another name passes it to `run`.
-OUTPUT_DIR_FLAGS = ("output_dir", "export_dir")
-OUTPUT_FILE_FLAGS = ("output_file",)
-
-
-def run(main, output_file_flags=(), pass_unknown_flags=False):
-  """`absl.app.run(main)`, printing `<script>: error: <message>` instead of a traceback for a
-  `base.errors.UserError` (bad flags, files, checkpoints, TPU address, or a diverged loss), and
-  the grouped `help_text()` for -h / --help.
-
-  With `pass_unknown_flags`, flags the script does not define are not an error here: `main`
-  gets them in its `argv` (after the program name), for another parser (Apache Beam's pipeline
-  options) that must then reject what it does not know either.
-
-  Before `main`, every output location the flags name (`OUTPUT_DIR_FLAGS`, `OUTPUT_FILE_FLAGS`
-  and `output_file_flags`; a file flag may list several files separated by commas) is checked, so
-  that a run that could not write its results does not start; then the chief process claims
-  `--output_dir` (`output_locations.claim_output_dir`: a lock, and the temporaries of killed runs
-  removed).
-  """
-  def main_with_clear_errors(argv):
-    try:
-      check_output_flags(flags.FLAGS, OUTPUT_FILE_FLAGS + tuple(output_file_flags))
-      if "output_dir" in flags.FLAGS and flags.FLAGS.output_dir and (
-          cluster.is_chief_process()):
-        output_locations.claim_output_dir("output_dir", flags.FLAGS.output_dir)
-      return main(argv)
-    except errors.UserError as error:
-      sys.exit(error_line(sys.argv[0], error))
-  app.run(main_with_clear_errors, flags_parser=functools.partial(
-      _parse_flags_or_print_help, known_only=pass_unknown_flags))
-
-
 def run_config(config_class, run, unknown_args_field=None):
   """The entry point of a script whose run is a function of a typed config
   (`base.config.FlagConfig`): its flags defined from `config_class`, parsed as `run` parses
@@ -81,10 +29,9 @@ def run_config(config_class, run, unknown_args_field=None):
   validates it and claims its outputs.
 
   With `unknown_args_field` (the name of a field of `config_class` that is not a flag), the
-  words of flags the script does not define are not an error here, as `run`'s
-  `pass_unknown_flags`: the config gets them, a tuple, in that field, for another parser
-  (Apache Beam's pipeline options) that the config's `validate` must make reject what it does
-  not know either.
+  words of flags the script does not define are not an error here: the config gets them, a
+  tuple, in that field, for another parser (Apache Beam's pipeline options) that the config's
+  `validate` must make reject what it does not know either.
   """
   config_class.define_flags(flags.FLAGS)
 
@@ -105,19 +52,6 @@ def error_line(script, error):
   return f"{os.path.basename(script)}: error: {error}"
 
 
-def check_output_flags(flag_values, file_flags):
-  """Raises `output_locations.OutputLocationError` for the first output flag of `flag_values`
-  (the `OUTPUT_DIR_FLAGS`, and `file_flags`) whose location cannot be written."""
-  for name in OUTPUT_DIR_FLAGS:
-    if name in flag_values and flag_values[name].value:
-      output_locations.check_output_dir(name, flag_values[name].value)
-  for name in file_flags:
-    if name in flag_values and flag_values[name].value:
-      for path in flag_values[name].value.split(","):
-        if path.strip():
-          output_locations.check_output_file(name, path.strip())
-
-
 def _parse_flags_or_print_help(argv, known_only=False):
   arguments = argv[1:argv.index("--")] if "--" in argv else argv[1:]
   if any(argument in HELP_ARGUMENTS for argument in arguments):
@@ -133,7 +67,7 @@ def _parse_flags_or_print_help(argv, known_only=False):
 
 def help_text(flag_values=flags.FLAGS):
   """The main module's docstring, then every flag of `flag_values` in groups: the script's own
-  flags, the groups of `help_group` in the order they were defined, any other module's,
+  flags, the groups of the config fields in the order they were defined, any other module's,
   then absl's and TensorFlow's own. (absl's --help lists only the script's own flags.)"""
   script = sys.argv[0]
   groups = {f"{os.path.basename(script)}": []}

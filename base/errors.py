@@ -1,6 +1,6 @@
 """The one base class of the errors a user can fix (a flag, a file, a checkpoint, a config).
 
-`base.cli.run` catches `UserError` and prints its message as one line, `<script>: error: ...`,
+`base.cli.run_config` catches `UserError` and prints its message as one line, `<script>: error: ...`,
 with exit status 1; any other exception is a bug and keeps its traceback. Each package's errors
 derive from `UserError` and from the built-in class callers may already catch (`ValueError`,
 `RuntimeError`).
