@@ -226,3 +226,22 @@ def test_bad_files_stop_the_runner_before_it_writes_anything(tiny_model, tmp_pat
   assert last_line.startswith(f"run_squad.py: error: {path}: ")
   assert message in last_line
   assert not output_dir.exists()
+
+
+@pytest.mark.parametrize("data", [
+    [],
+    [{"title": "t", "paragraphs": [{"context": "the bees fly", "qas": []}]}],
+])
+def test_training_on_no_question_is_refused_before_any_work(tiny_model, tmp_path, data):
+  vocab_file, config_file = tiny_model
+  train_file = tmp_path / "train.json"
+  train_file.write_text(json.dumps({"version": "1.1", "data": data}))
+  result = scripts.run_in_process(
+      "run_squad.py", f"--train_file={train_file}", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}", "--do_train",
+      "--max_seq_length=32", "--max_query_length=8", "--distribution_strategy=one_device")
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"run_squad.py: error: {train_file}: no question to train on (questions whose answer is "
+      "not found in their context are skipped)")
+  assert not (tmp_path / "out").exists()

@@ -9,6 +9,7 @@ import random
 from absl import logging
 
 from base import errors
+from data import file_patterns
 from tasks import runner
 from tasks.squad import features as squad_features
 from tasks.squad import metrics as squad_metrics
@@ -67,6 +68,10 @@ class SquadSpec(runner.FineTuningSpec):
       inputs.train_examples, _ = squad_reader.read_examples(
           config.train_file, is_training=True,
           version_2_with_negative=config.version_2_with_negative)
+      if not inputs.train_examples:
+        raise file_patterns.InputError(
+            f"{config.train_file}: no question to train on (questions whose answer is not found "
+            "in their context are skipped)")
       # Shuffled with the original's seed.
       random.Random(12345).shuffle(inputs.train_examples)
     if config.do_predict:
