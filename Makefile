@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= demo_output
 
-.PHONY: demo test test-fast test-slow clean
+.PHONY: demo test test-fast clean
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,10 +33,6 @@ test: $(VENV)/.dev
 # The unit tier, for the inner loop: no child processes, no real-model training.
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests -m "not slow"
-
-# The rest: end-to-end runs, child processes, real weights (CI runs it after test-fast).
-test-slow: $(VENV)/.dev
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests -m slow
 
 clean:
 	rm -rf $(DEMO_DIR)

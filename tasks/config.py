@@ -199,7 +199,6 @@ class FineTuningConfig(training_config.EngineConfig):
     Raises:
       errors.UsageError: evaluation without dev data, an unknown metric.
     """
-    self.check_evaluation_flags()
     if self.eval_every_steps is None:
       return None
     if eval_data is None:

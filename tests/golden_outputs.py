@@ -111,15 +111,6 @@ def _text_difference(expected, actual):
   return None
 
 
-def read_eval_results(output_dir):
-  """`{name: number}` of `output_dir/eval_results.txt` (`name = value` lines)."""
-  results = {}
-  for line in (pathlib.Path(output_dir) / "eval_results.txt").read_text().splitlines():
-    name, value = (part.strip() for part in line.split("=", 1))
-    results[name] = int(value) if _is_integer(value) else float(value)
-  return results
-
-
 def _is_integer(text):
   return not any(c in text for c in ".eE")
 

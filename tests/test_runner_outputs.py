@@ -45,7 +45,7 @@ def test_runner_writes_its_golden_files(tiny_model, tmp_path, script):
       f"--export_dir={tmp_path / 'export'}")
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.result.export_path == str(tmp_path / "export" / "1")
-  assert result.result.metrics == golden_outputs.read_eval_results(tmp_path / "output")
+  assert result.result.metrics == scripts.read_eval_results(tmp_path / "output" / "eval_results.txt")
   reduced = golden_outputs.reduce_run(tmp_path / "output", tmp_path / "export" / "1")
   golden_dir = golden_outputs.GOLDEN_DIR / "runner_outputs" / script.removesuffix(".py")
   if golden_outputs.updating():

@@ -7,6 +7,7 @@ from base import config
 from base import errors
 from tasks import config as tasks_config
 from tasks.squad import spec as squad_spec
+from training import config as training_config
 from training import model_inputs
 
 
@@ -59,9 +60,7 @@ class SquadConfig(tasks_config.FineTuningConfig):
       raise errors.UsageError(
           f"--max_seq_length={self.max_seq_length} leaves no room for the context: it must be "
           f"more than --max_query_length + 3 = {self.max_query_length + 3}")
-    for name in ("doc_stride", "n_best_size", "max_answer_length"):
-      if getattr(self, name) <= 0:
-        raise errors.UsageError(f"--{name} must be positive, got {getattr(self, name)}")
+    training_config.check_positive(self, ("doc_stride", "n_best_size", "max_answer_length"))
 
   def make_spec(self):
     return squad_spec.SquadSpec()
