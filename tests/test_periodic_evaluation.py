@@ -14,6 +14,7 @@ from modeling import optimization
 from tests import scripts
 from tests import toy_task
 from tests.conftest import SAMPLES_DIR
+from training import checkpointing
 from training import engine
 from training import input_pipeline
 from training import periodic_evaluation
@@ -239,3 +240,136 @@ def test_every_family_evaluates_while_training_by_its_default_metric(tmp_path, t
   assert state["value"] == max(entry["metrics"][metric] for entry in history)
   assert f"Using the best checkpoint {tmp_path / 'out' / 'best' / state['checkpoint']}" in (
       result.stderr)
+
+
+def _history_steps(output_dir):
+  return [json.loads(line)["step"] for line in
+          (output_dir / periodic_evaluation.HISTORY_FILENAME).read_text().splitlines()]
+
+
+def test_a_kill_between_keeping_the_best_and_recording_it_is_evaluated_again(tmp_path,
+                                                                            monkeypatch):
+  first = _evaluation(tmp_path, value=1.0)
+  first.resume(0)
+  first.record(10, {"m": 0.5}, seconds=0.1)
+  history_path = str(tmp_path / periodic_evaluation.HISTORY_FILENAME)
+  real_open = periodic_evaluation.atomic_files.open_for_writing
+
+  def killed_at_the_history(path, *args, **kwargs):
+    if path == history_path:
+      raise KeyboardInterrupt("killed")
+    return real_open(path, *args, **kwargs)
+
+  monkeypatch.setattr(periodic_evaluation.atomic_files, "open_for_writing", killed_at_the_history)
+  with pytest.raises(KeyboardInterrupt):
+    first.record(20, {"m": 0.9}, seconds=0.1)
+  monkeypatch.undo()
+  assert _best_state(tmp_path)["step"] == 20 and _history_steps(tmp_path) == [10]
+  # Resumed from the checkpoint of step 20, saved before its evaluation: evaluated again first.
+  second = _evaluation(tmp_path, value=1.0)
+  second.resume(20)
+  assert second.pending_step(20, num_train_steps=100) == 20
+  assert not second.record(20, {"m": 0.875}, seconds=0.1)
+  assert _history_steps(tmp_path) == [10, 20]
+  assert (_best_state(tmp_path)["step"], _best_state(tmp_path)["value"]) == (20, 0.875)
+  assert second.pending_step(20, num_train_steps=100) is None
+
+
+def test_resume_removes_what_a_kill_left_in_best(tmp_path):
+  first = _evaluation(tmp_path)
+  first.resume(0)
+  first.record(10, {"m": 0.5}, seconds=0.1)
+  first.record(20, {"m": 0.9}, seconds=0.1)
+  best = tmp_path / "best"
+  # A kill inside SaveV2 of a later best, and one part-way through deleting an older best.
+  (best / "model.ckpt-30.tmp-999999.data-00000-of-00001.tempstate123").write_bytes(b"")
+  (best / "model.ckpt-10.data-00000-of-00001").write_bytes(b"\0" * 8)
+  (best / "model.ckpt-5.index").write_bytes(b"\0" * 8)
+  second = _evaluation(tmp_path)
+  second.resume(20)
+  assert sorted(p.name for p in best.iterdir()) == [
+      "best.json", "checkpoint", "model.ckpt-20.data-00000-of-00001", "model.ckpt-20.index"]
+  assert second.best_step == 20
+
+
+def test_resume_keeps_the_historys_best_when_best_json_names_a_worse_one(tmp_path):
+  evaluation = _evaluation(tmp_path, value=3.0)
+  evaluation.resume(0)
+  evaluation.record(10, {"m": 0.5}, seconds=0.1)
+  # A history that names a better step 20 than best.json's step 10, whose training checkpoint
+  # is still in the output directory.
+  checkpoint_io.write_checkpoint(str(tmp_path / "model.ckpt-20"), {"w": tf.constant(7.0)})
+  with open(tmp_path / periodic_evaluation.HISTORY_FILENAME, "a") as f:
+    f.write(json.dumps({"step": 20, "metrics": {"m": 0.9}, "seconds": 0.1}) + "\n")
+  resumed = _evaluation(tmp_path)
+  resumed.resume(20)
+  assert (resumed.best_step, resumed.best_value) == (20, 0.9)
+  assert _best_state(tmp_path)["step"] == 20
+  assert checkpoint_io.read_checkpoint(str(tmp_path / "best" / "model.ckpt-20"))["w"] == 7.0
+  assert not (tmp_path / "best" / "model.ckpt-10.index").exists()
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("best/best.json", b"{\"step\": 1", r"best\.json: not a JSON object"),
+    ("best/best.json", b"{\"step\": \"10\", \"metric\": \"m\", \"mode\": \"max\", "
+     b"\"value\": 1, \"checkpoint\": \"model.ckpt-10\"}", r"best\.json: 'step' must be an integer"),
+    ("eval_history.jsonl", b"{\"step\": 10, \"metrics\": {}}\n[1]\n",
+     r"eval_history\.jsonl:2: expected a JSON object"),
+    ("eval_history.jsonl", b"{\"step\": 10, \"metrics\": {\"m\": \"high\"}}\n",
+     r"eval_history\.jsonl:1: 'm' must be a number"),
+    ("eval_history.jsonl", b"\xff\xfe", r"eval_history\.jsonl: not UTF-8"),
+])
+def test_a_damaged_state_file_is_one_error_naming_it(tmp_path, name, content, message):
+  (tmp_path / "best").mkdir()
+  (tmp_path / name).write_bytes(content)
+  with pytest.raises(periodic_evaluation.EvaluationStateError, match=message):
+    _evaluation(tmp_path).resume(10)
+
+
+def test_the_engine_evaluates_again_the_step_a_killed_evaluation_did_not_record(tmp_path):
+  data_path = toy_task.write_records(tmp_path / "toy.tfrecord", 64)
+  input_fn = input_pipeline.make_input_fn([data_path], toy_task.FEATURE_SPEC, 8, True,
+                                          shuffle_buffer_size=0, seed=0)
+  config = periodic_evaluation.EvaluationConfig(every_steps=3, metric="score")
+  evaluated = []
+
+  def evaluate_killed_at_6():
+    step = int(trainer.global_step.numpy())
+    if step == 6:
+      raise KeyboardInterrupt("killed during the evaluation of step 6")
+    evaluated.append(step)
+    return {"score": step / 10}
+
+  trainer = _trainer(tmp_path / "out", num_train_steps=9)
+  with pytest.raises(KeyboardInterrupt):
+    trainer.train(input_fn, config, evaluate_killed_at_6)
+  # Step 6 is not a multiple of save_checkpoints_steps=4; its checkpoint is saved for its
+  # evaluation.
+  assert tf.train.latest_checkpoint(str(tmp_path / "out")).endswith("model.ckpt-6")
+  trainer = _trainer(tmp_path / "out", num_train_steps=9)
+
+  def evaluate():
+    step = int(trainer.global_step.numpy())
+    evaluated.append(step)
+    return {"score": step / 10}
+
+  trainer.train(input_fn, config, evaluate)
+  assert evaluated == [3, 6, 9]
+  assert _history_steps(tmp_path / "out") == [3, 6, 9]
+  assert _best_state(tmp_path / "out")["step"] == 9
+
+
+def test_deleting_a_checkpoint_removes_its_index_first_and_orphans_are_removed(tmp_path):
+  prefix = checkpoint_io.write_checkpoint(str(tmp_path / "model.ckpt-3"), {"w": tf.constant(1.0)})
+  removed = []
+  real_remove = tf.io.gfile.remove
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(tf.io.gfile, "remove", lambda path: removed.append(path) or real_remove(path))
+    checkpointing.delete_checkpoint(prefix)
+  assert removed[0].endswith(".index") and len(removed) == 2
+  orphan = tmp_path / "model.ckpt-4.data-00000-of-00001"
+  orphan.write_bytes(b"\0")
+  checkpoint_io.write_checkpoint(str(tmp_path / "model.ckpt-5"), {"w": tf.constant(1.0)})
+  assert checkpointing.remove_orphan_data(str(tmp_path)) == [str(orphan)]
+  assert sorted(p.name for p in tmp_path.iterdir()) == [
+      "model.ckpt-5.data-00000-of-00001", "model.ckpt-5.index"]

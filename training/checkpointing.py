@@ -46,9 +46,28 @@ def write_state_file(directory, prefixes):
 
 
 def delete_checkpoint(prefix):
-  """Removes the files of checkpoint `prefix` (its index and data shards)."""
-  for path in tf.io.gfile.glob(prefix + ".*"):
+  """Removes the files of checkpoint `prefix`, its index first: a kill part-way leaves data
+  without an index, which no reader takes for a checkpoint and `remove_orphan_data` removes, never
+  an index without its data."""
+  paths = tf.io.gfile.glob(prefix + ".*")
+  for path in sorted(paths, key=lambda path: not path.endswith(checkpoint_io.INDEX_SUFFIX)):
     tf.io.gfile.remove(path)
+
+
+def remove_orphan_data(directory):
+  """Removes the data files of `model.ckpt-<step>` checkpoints in `directory` that have no index
+  (left by a run killed while deleting or publishing a checkpoint). Returns the paths removed."""
+  removed = []
+  for path in tf.io.gfile.glob(os.path.join(directory, f"{CHECKPOINT_BASENAME}-*.data-*")):
+    prefix = path[:path.rindex(".data-")]
+    if (checkpoint_step(prefix) is not None
+        and not tf.io.gfile.exists(prefix + checkpoint_io.INDEX_SUFFIX)):
+      tf.io.gfile.remove(path)
+      removed.append(path)
+  if removed:
+    logging.info("Removed %d checkpoint data file(s) without an index from %s, e.g. %s",
+                 len(removed), directory, removed[0])
+  return removed
 
 
 class CheckpointManager:
@@ -161,6 +180,9 @@ class CheckpointManager:
           "in another directory")
 
   def restore_latest(self):
-    """Restores the directory's latest checkpoint; returns its step, or None if there is none."""
+    """Restores the directory's latest checkpoint; returns its step, or None if there is none.
+    The chief first removes the data files a killed run left without an index."""
+    if self.is_chief:
+      remove_orphan_data(self.directory)
     prefix = self.latest()
     return None if prefix is None else self.restore(prefix)

@@ -356,6 +356,10 @@ class Trainer:
       self.evaluation = periodic_evaluation.PeriodicEvaluation(
           config.output_dir, self.checkpoints.name_to_variable, evaluation_config, self.is_chief)
       self.evaluation.resume(step)
+      if self.evaluation.pending_step(step, config.num_train_steps) is not None:
+        logging.info("Evaluating step %d again: the run that saved its checkpoint ended before "
+                     "recording its evaluation", step)
+        self._evaluate_while_training(step, evaluate_fn)
       stop_reason = self.evaluation.stop_reason()
       if stop_reason:
         logging.info("Not training on from step %d: %s", step, stop_reason)
@@ -400,17 +404,19 @@ class Trainer:
           window = _LogWindow(self.task.metric_names)
         if rate_origin is None:
           rate_origin = (step, time.monotonic())
-        saved = step % config.save_checkpoints_steps == 0 or step >= config.num_train_steps
-        if saved:
+        evaluates = evaluation_config is not None and (
+            step % evaluation_config.every_steps == 0 or step >= config.num_train_steps)
+        # The step of an evaluation is saved before it: a run killed during the evaluation
+        # resumes at that step and evaluates it again, and the best checkpoint's step is never
+        # one that a resumed run trains again.
+        if (evaluates or step % config.save_checkpoints_steps == 0
+            or step >= config.num_train_steps):
           self.checkpoints.save(step)
-        if evaluation_config is not None and (step % evaluation_config.every_steps == 0
-                                              or step >= config.num_train_steps):
+        if evaluates:
           stop_reason = self._evaluate_while_training(step, evaluate_fn)
           if stop_reason:
             logging.info("Stopping at step %d of %d: %s", step, config.num_train_steps,
                          stop_reason)
-            if not saved:
-              self.checkpoints.save(step)
             result["global_step"] = step
             break
     finally:
