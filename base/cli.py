@@ -43,6 +43,9 @@ def run_config(config_class, run, unknown_args_field=None):
       run(config)
     except errors.UserError as error:
       sys.exit(error_line(sys.argv[0], error))
+    except errors.StoppedBySignal as stopped:
+      print(f"{os.path.basename(sys.argv[0])}: {stopped}", file=sys.stderr)
+      sys.exit(128 + stopped.signal_number)
   app.run(main, flags_parser=functools.partial(
       _parse_flags_or_print_help, known_only=unknown_args_field is not None))
 

@@ -18,3 +18,18 @@ class UsageError(UserError, ValueError):
 class ConfigError(UserError, ValueError):
   """A run's settings are inconsistent (e.g. a batch size the replicas cannot split), or a
   `bert_config.json` is missing, malformed, or holds an invalid value."""
+
+
+class StoppedBySignal(Exception):
+  """A run stopped on a termination signal after saving what it needs to resume. `base.cli`
+  prints the message as one line and exits with 128 + the signal's number, the status of a
+  process the signal ended, so that a job scheduler sees the run as interrupted, not failed.
+
+  Args:
+    message: what was saved and how to resume.
+    signal_number: the signal received, e.g. `signal.SIGTERM`.
+  """
+
+  def __init__(self, message, signal_number):
+    super().__init__(message)
+    self.signal_number = signal_number

@@ -94,6 +94,11 @@ class EngineConfig(config.FlagConfig):
   save_checkpoints_steps: int = _output("integer", 1000, "Steps between checkpoints.")
   keep_checkpoint_max: int = _output(
       "integer", 5, "Checkpoints kept in output_dir (0 keeps all).")
+  preemption_grace_seconds: float = _output(
+      "float", 30.0, "On SIGTERM (a TPU or spot VM preempted, a pod evicted), training saves a "
+      "checkpoint at the step it reached and exits with status 143 within this many seconds; "
+      "the same command resumes it. Each call of the training loop is kept under a quarter of "
+      "it.")
 
   seed: int | None = _seed(
       "integer", None, "Seed of the run's random draws (new layers' initial values, dropout, "
@@ -110,12 +115,13 @@ class EngineConfig(config.FlagConfig):
 
     Raises:
       errors.ConfigError: a non-positive --save_checkpoints_steps, --steps_per_loop,
-        --log_every_steps, --log_every_seconds or --gradient_accumulation_steps.
+        --log_every_steps, --log_every_seconds, --gradient_accumulation_steps or
+        --preemption_grace_seconds.
     """
     super().validate()
     for name in ("save_checkpoints_steps", "steps_per_loop", "log_every_steps",
-                 "log_every_seconds", "gradient_accumulation_steps"):
-      if getattr(self, name) <= 0:
+                 "log_every_seconds", "gradient_accumulation_steps", "preemption_grace_seconds"):
+      if not getattr(self, name) > 0:  # NaN too
         raise errors.ConfigError(f"--{name} must be positive, got {getattr(self, name)}")
 
   def strategy(self):
@@ -139,7 +145,8 @@ class EngineConfig(config.FlagConfig):
         gradient_accumulation_steps=self.gradient_accumulation_steps,
         mixed_precision=self.mixed_precision,
         jit_compile=self.jit_compile,
-        seed=self.seed)
+        seed=self.seed,
+        preemption_grace_seconds=self.preemption_grace_seconds)
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -20,6 +20,7 @@ import dataclasses
 import math
 import os
 import shutil
+import signal
 import tempfile
 import time
 
@@ -37,6 +38,7 @@ from training import checkpointing
 from training import distribution
 from training import mixed_precision
 from training import periodic_evaluation
+from training import preemption
 
 EVAL_RESULTS_FILENAME = "eval_results.txt"
 
@@ -69,6 +71,8 @@ class RunConfig:
       built (`keras.utils.set_random_seed`) and makes TensorFlow's ops deterministic
       (`tf.config.experimental.enable_op_determinism`; without it two seeded runs on this CPU
       parted within 125 steps), so a run repeats; None leaves both off.
+    preemption_grace_seconds: on SIGTERM, training saves a checkpoint and stops within this
+      time (see `training.preemption`).
   """
   output_dir: str
   num_train_steps: int = 0
@@ -85,6 +89,7 @@ class RunConfig:
   mixed_precision: str = "float32"
   jit_compile: bool = False
   seed: int = None
+  preemption_grace_seconds: float = 30.0
 
 
 def write_eval_results(path, results):
@@ -166,6 +171,7 @@ class Trainer:
     self._eval_step = None
     self._predict_step = None
     self.evaluation = None
+    self._termination = None
 
   def initialize(self):
     """Restores the latest checkpoint of output_dir, else warm-starts from init_checkpoint, once."""
@@ -376,54 +382,80 @@ class Trainer:
     last_loop = None
     # The ETA's rate leaves out the first loop, whose time includes tracing the loop.
     rate_origin = None
-    try:
-      while step < config.num_train_steps:
-        num_steps = self._same_on_every_worker(
-            self._loop_length(step, last_loop, window.seconds(), evaluation_config))
-        loop_start = time.monotonic()
-        losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
-        losses = losses.numpy()
-        last_loop = (len(losses), time.monotonic() - loop_start)
-        if not np.all(np.isfinite(losses)):
-          bad = int(np.argmax(~np.isfinite(losses)))
-          raise NonFiniteLossError(
-              f"training loss is {losses[bad]} at step {step + bad + 1}; stopped without saving, "
-              f"last good checkpoint: {self.checkpoints.latest() or 'none'}")
-        result["history"].extend((step + i + 1, float(l)) for i, l in enumerate(losses))
-        step = int(self.global_step.numpy())
-        window.add(losses, metrics)
-        if (rate_origin is None or step % config.log_every_steps == 0
-            or step >= config.num_train_steps or window.seconds() >= config.log_every_seconds):
-          eta = None
-          if rate_origin is not None and step > rate_origin[0]:
-            rate = (step - rate_origin[0]) / max(time.monotonic() - rate_origin[1], 1e-9)
-            eta = (config.num_train_steps - step) / rate
-          loss, metric_values = window.means()
-          result.update(global_step=step, loss=loss, metrics=metric_values)
-          self._log_and_summarize(writer, step, window, eta, loss, metric_values)
-          window = _LogWindow(self.task.metric_names)
-        if rate_origin is None:
-          rate_origin = (step, time.monotonic())
-        evaluates = evaluation_config is not None and (
-            step % evaluation_config.every_steps == 0 or step >= config.num_train_steps)
-        # The step of an evaluation is saved before it: a run killed during the evaluation
-        # resumes at that step and evaluates it again, and the best checkpoint's step is never
-        # one that a resumed run trains again.
-        if (evaluates or step % config.save_checkpoints_steps == 0
-            or step >= config.num_train_steps):
-          self.checkpoints.save(step)
-        if evaluates:
-          stop_reason = self._evaluate_while_training(step, evaluate_fn)
-          if stop_reason:
-            logging.info("Stopping at step %d of %d: %s", step, config.num_train_steps,
-                         stop_reason)
-            result["global_step"] = step
-            break
-    finally:
-      writer.close()
-      if temp_dir:
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    with preemption.TerminationWatch(config.preemption_grace_seconds) as watch:
+      self._termination = watch
+      try:
+        while step < config.num_train_steps:
+          num_steps, terminating = self._same_on_every_worker(
+              self._loop_length(step, last_loop, window.seconds(), evaluation_config),
+              watch.requested)
+          if terminating:
+            self._stop_on_signal(step)
+          loop_start = time.monotonic()
+          losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
+          losses = losses.numpy()
+          last_loop = (len(losses), time.monotonic() - loop_start)
+          if not np.all(np.isfinite(losses)):
+            bad = int(np.argmax(~np.isfinite(losses)))
+            raise NonFiniteLossError(
+                f"training loss is {losses[bad]} at step {step + bad + 1}; stopped without "
+                f"saving, last good checkpoint: {self.checkpoints.latest() or 'none'}")
+          result["history"].extend((step + i + 1, float(l)) for i, l in enumerate(losses))
+          step = int(self.global_step.numpy())
+          window.add(losses, metrics)
+          if (rate_origin is None or step % config.log_every_steps == 0
+              or step >= config.num_train_steps or window.seconds() >= config.log_every_seconds):
+            eta = None
+            if rate_origin is not None and step > rate_origin[0]:
+              rate = (step - rate_origin[0]) / max(time.monotonic() - rate_origin[1], 1e-9)
+              eta = (config.num_train_steps - step) / rate
+            loss, metric_values = window.means()
+            result.update(global_step=step, loss=loss, metrics=metric_values)
+            self._log_and_summarize(writer, step, window, eta, loss, metric_values)
+            window = _LogWindow(self.task.metric_names)
+          if rate_origin is None:
+            rate_origin = (step, time.monotonic())
+          evaluates = evaluation_config is not None and (
+              step % evaluation_config.every_steps == 0 or step >= config.num_train_steps)
+          # The step of an evaluation is saved before it: a run killed during the evaluation
+          # resumes at that step and evaluates it again, and the best checkpoint's step is never
+          # one that a resumed run trains again.
+          if (evaluates or step % config.save_checkpoints_steps == 0
+              or step >= config.num_train_steps):
+            self.checkpoints.save(step)
+          if evaluates:
+            if watch.requested and not self._is_multi_worker():
+              self._stop_on_signal(step)
+            stop_reason = self._evaluate_while_training(step, evaluate_fn)
+            if stop_reason:
+              logging.info("Stopping at step %d of %d: %s", step, config.num_train_steps,
+                           stop_reason)
+              result["global_step"] = step
+              break
+        if watch.requested:
+          # The signal came during the last loop or evaluation: the run stops here rather than
+          # go on to its predictions and exports.
+          self._stop_on_signal(step)
+      finally:
+        self._termination = None
+        writer.close()
+        if temp_dir:
+          shutil.rmtree(temp_dir, ignore_errors=True)
     return result
+
+  def _stop_on_signal(self, step):
+    """Saves a checkpoint of `step` (unless the latest is that step's) and raises
+    `errors.StoppedBySignal`."""
+    latest = self.checkpoints.latest()
+    if latest is None or checkpointing.checkpoint_step(latest) != step:
+      latest = self.checkpoints.save(step)
+    watch = self._termination
+    name = signal.Signals(watch.signal_number).name
+    logging.info("Stopped by %s at step %d, %.1f s of the %g s grace period left", name, step,
+                 watch.seconds_left(), watch.grace_seconds)
+    raise errors.StoppedBySignal(
+        f"stopped by {name} at step {step} of {self.config.num_train_steps}: saved {latest}; "
+        "the same command resumes the run", watch.signal_number)
 
   def _loop_length(self, step, last_loop, seconds_since_log, evaluation_config=None):
     """Steps of the next loop from global step `step` (see `train`).
@@ -444,27 +476,36 @@ class Trainer:
     if evaluation_config is not None:
       num_steps = min(num_steps, _steps_to_next_multiple(step, evaluation_config.every_steps))
     last_steps, last_seconds = last_loop
+    seconds_per_step = max(last_seconds, 1e-9) / last_steps
     seconds_left = max(config.log_every_seconds - seconds_since_log, 0.0)
-    steps_until_due = math.ceil(seconds_left * last_steps / max(last_seconds, 1e-9))
+    steps_until_due = math.ceil(seconds_left / seconds_per_step)
+    # A loop must end within a share of the grace period of a termination signal.
+    steps_within_grace = math.floor(
+        preemption.LOOP_SHARE_OF_GRACE * config.preemption_grace_seconds / seconds_per_step)
     # At most twice the last loop: one fast loop (e.g. on prefetched batches) must not plan a
     # loop that runs far past the log line it is due.
-    return max(1, min(num_steps, steps_until_due, 2 * last_steps))
+    return max(1, min(num_steps, steps_until_due, steps_within_grace, 2 * last_steps))
 
-  def _same_on_every_worker(self, num_steps):
-    """Replica 0's `num_steps` on every worker of a multi-worker strategy, `num_steps` elsewhere.
+  def _is_multi_worker(self):
+    return isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+  def _same_on_every_worker(self, num_steps, terminating):
+    """`(num_steps, terminating)` agreed by every worker of a multi-worker strategy: replica 0's
+    `num_steps`, and whether any worker got a termination signal; the arguments elsewhere.
 
     Each worker sizes its loops by its own clock, but all must run the same steps per call of
-    the loop: their all-reduces pair up step by step.
+    the loop (their all-reduces pair up step by step) and all must stop at the same step.
     """
-    if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
-      return num_steps
+    if not self._is_multi_worker():
+      return num_steps, terminating
 
     def replica_value():
       is_first = tf.distribute.get_replica_context().replica_id_in_sync_group == 0
-      return tf.where(is_first, num_steps, 0)
+      return tf.stack([tf.where(is_first, num_steps, 0), int(terminating)])
 
-    return int(self.strategy.reduce(tf.distribute.ReduceOp.SUM,
-                                    self.strategy.run(replica_value), axis=None))
+    agreed = self.strategy.reduce(tf.distribute.ReduceOp.SUM, self.strategy.run(replica_value),
+                                  axis=None).numpy()
+    return int(agreed[0]), bool(agreed[1])
 
   def _log_and_summarize(self, writer, step, window, eta, loss, metric_values):
     """One log line and the TensorBoard scalars of the steps in `window`."""
@@ -625,6 +666,11 @@ class Trainer:
     batches = []
     bar = progress.Progress(total=num_examples, unit="examples predicted")
     for features in self.strategy.experimental_distribute_dataset(dataset.with_options(options)):
+      # An evaluation while training stops on a signal: its step's checkpoint is saved, and the
+      # resumed run evaluates that step again.
+      if self._termination is not None and self._termination.requested and (
+          not self._is_multi_worker()):
+        self._stop_on_signal(int(self.global_step.numpy()))
       per_replica = self._predict_step(features)
       for local in _local_results(self.strategy, per_replica):
         batches.append(tf.nest.map_structure(lambda value: value.numpy(), local))
