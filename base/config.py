@@ -23,6 +23,7 @@ import functools
 import sys
 
 from absl import flags
+from absl import logging
 
 from base import cli
 from base import errors
@@ -88,6 +89,14 @@ class FlagConfig:
   """
   REQUIRED = ()
   given_flags: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
+
+  def warn_without_effect(self, names, reason):
+    """Logs a warning for each flag of `names` given on the command line: in this run it has no
+    effect, for `reason` (e.g. "without --do_eval"). Returns the names warned about."""
+    unused = [name for name in names if name in self.given_flags]
+    for name in unused:
+      logging.warning("--%s has no effect %s", name, reason)
+    return unused
 
   @classmethod
   def flag_fields(cls):

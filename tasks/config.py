@@ -6,6 +6,8 @@ own fields and checks.
 
 import dataclasses
 
+import tensorflow as tf
+
 from base import config
 from base import errors
 from base import output_locations
@@ -169,7 +171,26 @@ class FineTuningConfig(training_config.EngineConfig):
         raise errors.UsageError(str(error)) from None
     self.validate_family(bert_config)
     self.check_evaluation_flags()
+    self.warn_flags_without_effect()
     super().validate()
+
+  def warn_flags_without_effect(self):
+    """Warns of the flags given that the actions of this run do not use."""
+    if not self.do_train:
+      self.warn_without_effect(("train_batch_size", "learning_rate", "num_train_epochs",
+                                "warmup_proportion", "save_checkpoints_steps",
+                                "keep_checkpoint_max", "gradient_accumulation_steps"),
+                               "without --do_train")
+    if tf.train.latest_checkpoint(self.output_dir):
+      self.warn_without_effect(("init_checkpoint", "partial_init_checkpoint"),
+                               f"when --output_dir={self.output_dir} holds checkpoints: the run "
+                               "resumes from the latest")
+    if not self.do_predict and (self.HAS_EVAL_SPLIT or self.eval_every_steps is None):
+      self.warn_without_effect(("predict_batch_size",), "without --do_predict")
+    if self.HAS_EVAL_SPLIT and not self.do_eval and self.eval_every_steps is None:
+      self.warn_without_effect(("eval_batch_size",), "without --do_eval or --eval_every_steps")
+    if not self.export_dir:
+      self.warn_without_effect(("export_version",), "without --export_dir")
 
   def validate_family(self, bert_config):
     """The family's own checks of its fields, after the shared ones; raises

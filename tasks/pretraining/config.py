@@ -5,6 +5,9 @@ plus the records, the model and the schedule) and `create_pretraining_data.py`'s
 import dataclasses
 import os
 
+from absl import logging
+import tensorflow as tf
+
 from base import config
 from base import errors
 from base import output_locations
@@ -82,6 +85,20 @@ class PretrainingConfig(training_config.InputCompressionConfig, training_config.
           f"--num_warmup_steps must not be negative, got {self.num_warmup_steps}")
     training_config.check_starting_weights(self, bert_config, self.do_train,
                                            ["--do_eval"] if self.do_eval else [])
+    if not self.do_eval and self.eval_every_steps is None:
+      self.warn_without_effect(("eval_input_file", "eval_batch_size", "max_eval_steps"),
+                               "without --do_eval or --eval_every_steps")
+    if not self.do_train:
+      self.warn_without_effect(("train_batch_size", "learning_rate", "num_train_steps",
+                                "num_warmup_steps", "save_checkpoints_steps"), "without --do_train")
+    if tf.train.latest_checkpoint(self.output_dir):
+      self.warn_without_effect(("init_checkpoint", "partial_init_checkpoint"),
+                               f"when --output_dir={self.output_dir} holds checkpoints: the run "
+                               "resumes from the latest")
+    elif self.num_warmup_steps > self.num_train_steps:
+      logging.warning("--num_warmup_steps=%d is more than --num_train_steps=%d: the learning "
+                      "rate never reaches --learning_rate", self.num_warmup_steps,
+                      self.num_train_steps)
     if self.eval_every_steps is not None:
       training_config.check_positive(self, ("eval_every_steps",))
       if not self.do_train:
@@ -227,6 +244,12 @@ class PretrainingDataConfig(config.FlagConfig):
     if self.num_output_shards is not None and self.num_output_shards < 1:
       raise errors.UsageError(
           f"--num_output_shards={self.num_output_shards}: must be at least 1")
+    if self.num_output_shards is not None and "," in self.output_file.strip(","):
+      raise errors.UsageError(
+          f"--output_file={self.output_file} lists several files; with --num_output_shards it "
+          "is one name, the prefix of the shards")
+    if not self.pack_sequences:
+      self.warn_without_effect(("max_sequences_per_pack",), "without --pack_sequences")
     # The original silently capped full-length sequences below masked_lm_prob.
     needed = int(round(self.max_seq_length * self.masked_lm_prob))
     if self.max_predictions_per_seq < needed:

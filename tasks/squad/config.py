@@ -61,6 +61,16 @@ class SquadConfig(tasks_config.FineTuningConfig):
           f"--max_seq_length={self.max_seq_length} leaves no room for the context: it must be "
           f"more than --max_query_length + 3 = {self.max_query_length + 3}")
     training_config.check_positive(self, ("doc_stride", "n_best_size", "max_answer_length"))
+    context_room = self.max_seq_length - self.max_query_length - 3
+    if not (self.do_train or self.do_predict):
+      self.warn_without_effect(("doc_stride",), "without --do_train or --do_predict")
+    elif self.doc_stride > context_room:
+      self.warn_without_effect(
+          ("doc_stride",), f"beyond {context_room}, the context a window holds beside a question "
+          f"of --max_query_length tokens (--max_seq_length - --max_query_length - 3): windows "
+          "then follow each other without overlap")
+    if not self.version_2_with_negative:
+      self.warn_without_effect(("null_score_diff_threshold",), "without --version_2_with_negative")
 
   def make_spec(self):
     return squad_spec.SquadSpec()
