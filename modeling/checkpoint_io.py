@@ -14,6 +14,7 @@ a checkpoint reader.
 import os
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from base import atomic_files
@@ -30,7 +31,7 @@ class CheckpointError(errors.UserError, ValueError):
 def write_checkpoint(prefix, named_tensors):
   """Writes `{name: tensor}` as a name-based checkpoint at `prefix`, atomically.
 
-  The bundle is written under a temporary prefix and renamed (`publish_bundle`).
+  The bundle is written under a temporary prefix (`save_bundle`) and renamed (`publish_bundle`).
 
   Args:
     prefix: checkpoint prefix, e.g. `output_dir/model.ckpt-1000`.
@@ -39,20 +40,26 @@ def write_checkpoint(prefix, named_tensors):
   Returns:
     `prefix`.
   """
-  if not named_tensors:
-    raise CheckpointError(f"refusing to write an empty checkpoint at {prefix}")
   directory = os.path.dirname(prefix)
   if directory:
     tf.io.gfile.makedirs(directory)
   temp_prefix = atomic_files.temporary_name(prefix)
+  save_bundle(temp_prefix, named_tensors)
+  return publish_bundle(temp_prefix, prefix)
+
+
+def save_bundle(prefix, named_tensors):
+  """Writes `{name: tensor}` as a name-based bundle at `prefix` as it is (not atomically: callers
+  write under a temporary prefix and `publish_bundle` it)."""
+  if not named_tensors:
+    raise CheckpointError(f"refusing to write an empty checkpoint at {prefix}")
   names = sorted(named_tensors)
   tensors = [tf.convert_to_tensor(named_tensors[name]) for name in names]
   tf.raw_ops.SaveV2(
-      prefix=temp_prefix,
+      prefix=prefix,
       tensor_names=names,
       shape_and_slices=[""] * len(names),
       tensors=tensors)
-  return publish_bundle(temp_prefix, prefix)
 
 
 def publish_bundle(temp_prefix, prefix):
@@ -77,11 +84,65 @@ def resolve_checkpoint(path):
   raise CheckpointError(f"{path}: no such checkpoint ({path}{INDEX_SUFFIX} does not exist)")
 
 
-def _reader(prefix):
-  """The checkpoint reader of a resolved `prefix`. (`tf.train.load_checkpoint` first asks whether
-  the prefix is a directory, which file systems that match names by prefix, as `ram://`, answer
-  wrongly.)"""
-  return tf.compat.v1.train.NewCheckpointReader(prefix)
+# A data file's name: `<prefix>.data-<shard>-of-<number of shards>`, numbers of 5 digits.
+_DATA_FILE = re.compile(r"\.data-\d{5}-of-\d{5}")
+
+
+class CheckpointReader:
+  """Reads the tensors of a resolved checkpoint prefix, as TensorFlow's checkpoint reader (with
+  the same methods), but every failure to read is one `CheckpointError` line naming the prefix:
+  `<prefix>: damaged or incomplete checkpoint (<what TensorFlow says>)`.
+
+  A data file shorter than the tensors its index lists (a copy or download cut short) is refused
+  on opening, from the index alone, so that the checks before a run's work find it; other damage
+  (a flipped byte) is found by the checksums when a tensor is read.
+
+  Args:
+    prefix: a checkpoint prefix (see `resolve_checkpoint`).
+  """
+
+  def __init__(self, prefix):
+    self.prefix = prefix
+    # `tf.train.load_checkpoint` first asks whether the prefix is a directory, which file
+    # systems that match names by prefix, as `ram://`, answer wrongly.
+    self._reader = self._guarded(tf.compat.v1.train.NewCheckpointReader, prefix)
+    self._check_data_size()
+
+  def _guarded(self, read, *args):
+    """`read(*args)`, with TensorFlow's errors on a damaged bundle as a `CheckpointError` (a
+    short data file gives an `IndexError`, a missing one or a checksum mismatch an `OpError`)."""
+    try:
+      return read(*args)
+    except (tf.errors.OpError, IndexError, ValueError) as error:
+      detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+      raise CheckpointError(f"{self.prefix}: damaged or incomplete checkpoint ({detail})") from None
+
+  def _check_data_size(self):
+    """Raises `CheckpointError` if the data files hold fewer bytes than the numeric tensors of the
+    index (each stored whole and uncompressed; strings, of unknown length, are not counted)."""
+    dtypes = self._reader.get_variable_to_dtype_map()
+    needed = sum(int(np.prod(shape)) * dtypes[name].size
+                 for name, shape in self._reader.get_variable_to_shape_map().items()
+                 if dtypes[name].is_numpy_compatible and dtypes[name] != tf.string)
+    directory, base = os.path.split(self.prefix)
+    found = sum(tf.io.gfile.stat(os.path.join(directory, name)).length
+                for name in tf.io.gfile.listdir(directory or ".")
+                if name.startswith(base) and _DATA_FILE.fullmatch(name[len(base):]))
+    if found < needed:
+      raise CheckpointError(
+          f"{self.prefix}: damaged or incomplete checkpoint (its data files hold {found} bytes, "
+          f"its index lists {needed})")
+
+  def get_variable_to_shape_map(self):
+    """dict name -> shape (list of ints) of every tensor."""
+    return self._reader.get_variable_to_shape_map()
+
+  def has_tensor(self, name):
+    return self._reader.has_tensor(name)
+
+  def get_tensor(self, name):
+    """The numpy array (bytes for a string scalar) stored under `name`."""
+    return self._guarded(self._reader.get_tensor, name)
 
 
 def read_checkpoint(path):
@@ -92,18 +153,18 @@ def read_checkpoint(path):
 
   Returns:
     dict of variable name -> numpy array.
+
+  Raises:
+    CheckpointError: no such checkpoint, or a damaged one.
   """
-  prefix = resolve_checkpoint(path)
-  try:
-    reader = _reader(prefix)
-  except (tf.errors.OpError, ValueError) as error:
-    raise CheckpointError(f"{prefix}: unreadable checkpoint: {error}") from None
+  reader = CheckpointReader(resolve_checkpoint(path))
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
 def list_checkpoint_variables(path):
-  """Returns a sorted list of (name, shape) pairs, like `tf.train.list_variables`."""
-  reader = _reader(resolve_checkpoint(path))
+  """Returns a sorted list of (name, shape) pairs, like `tf.train.list_variables`; a
+  `CheckpointError` if there is no such checkpoint or its index or data files are damaged."""
+  reader = CheckpointReader(resolve_checkpoint(path))
   return sorted(reader.get_variable_to_shape_map().items())
 
 
@@ -132,11 +193,11 @@ def assign_from_checkpoint(name_to_variable, path, required_prefixes=("bert/",),
     `unexpected` (checkpoint tensors no model variable takes).
 
   Raises:
-    CheckpointError: a shape mismatch; without `allow_partial`, a required variable missing or an
-      unexpected strict one, summarised in one line.
+    CheckpointError: a damaged checkpoint; a shape mismatch; without `allow_partial`, a required
+      variable missing or an unexpected strict one, summarised in one line.
   """
   prefix = resolve_checkpoint(path)
-  reader = _reader(prefix)
+  reader = CheckpointReader(prefix)
   shapes = reader.get_variable_to_shape_map()
   loaded, missing, mismatched = [], [], []
   for name, variable in sorted(name_to_variable.items()):

@@ -1,12 +1,18 @@
-"""Name-based checkpoint bundles: exact names, atomic writes, matching by name on restore."""
+"""Name-based checkpoint bundles: exact names, atomic writes, matching by name on restore, one
+line naming the checkpoint when it is damaged."""
 
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from modeling import bert_config
 from modeling import checkpoint_io
+from modeling import encoder as encoder_lib
+from tests import scripts
+from tests.conftest import SAMPLES_DIR
 
 
 def test_write_then_list_gives_exact_names_and_shapes(tmp_path):
@@ -87,3 +93,65 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
     checkpoint_io.read_checkpoint(str(tmp_path / "nope"))
   with pytest.raises(checkpoint_io.CheckpointError, match="holds no checkpoint"):
     checkpoint_io.read_checkpoint(str(tmp_path))
+
+
+def _damage(prefix, how):
+  """Damages the bundle at `prefix` as a copy cut short or a bad disk would."""
+  data, index = prefix + checkpoint_io.DATA_SUFFIX, prefix + checkpoint_io.INDEX_SUFFIX
+  if how == "data_truncated":
+    with open(data, "r+b") as f:
+      f.truncate(os.path.getsize(data) // 2)
+  elif how == "data_missing":
+    os.remove(data)
+  elif how == "data_byte_flipped":
+    contents = bytearray(open(data, "rb").read())
+    contents[10] ^= 0xFF
+    open(data, "wb").write(bytes(contents))
+  elif how == "index_truncated":
+    with open(index, "r+b") as f:
+      f.truncate(os.path.getsize(index) // 2)
+
+
+@pytest.mark.parametrize("how", ["data_truncated", "data_missing", "data_byte_flipped",
+                                 "index_truncated"])
+def test_a_damaged_checkpoint_is_one_error_naming_it_in_every_reader(tmp_path, how):
+  prefix = checkpoint_io.write_checkpoint(str(tmp_path / "model.ckpt"), {
+      "bert/a": np.ones([64, 8], np.float32), "bert/b": np.ones([8], np.float32)})
+  _damage(prefix, how)
+  expected = re.escape(f"{prefix}: damaged or incomplete checkpoint (")
+  readers = {
+      "read": lambda: checkpoint_io.read_checkpoint(prefix),
+      "assign": lambda: checkpoint_io.assign_from_checkpoint(
+          {"bert/a": tf.Variable(np.zeros([64, 8], np.float32)),
+           "bert/b": tf.Variable(np.zeros([8], np.float32))}, prefix)}
+  # A flipped byte shows only in the checksum of the tensor read; the rest in the listing.
+  if how != "data_byte_flipped":
+    readers["list"] = lambda: checkpoint_io.list_checkpoint_variables(prefix)
+  for name, read in readers.items():
+    with pytest.raises(checkpoint_io.CheckpointError, match=expected) as raised:
+      read()
+    assert "\n" not in str(raised.value), name
+
+
+@pytest.mark.parametrize("script", ["extract_features.py", "run_classifier.py"])
+def test_a_truncated_init_checkpoint_stops_a_run_before_any_work(tiny_model, tmp_path, script):
+  vocab_file, config_file = tiny_model
+  encoder = encoder_lib.BertEncoder(bert_config.BertConfig.from_json_file(config_file))
+  prefix = checkpoint_io.write_checkpoint(str(tmp_path / "bert_model.ckpt"),
+                                          encoder.name_to_variable())
+  _damage(prefix, "data_truncated")
+  (tmp_path / "text.txt").write_text("the bees fly out of the hive\n")
+  flags = {"extract_features.py": ["--input_file=" + str(tmp_path / "text.txt"),
+                                   "--output_file=" + str(tmp_path / "out.jsonl")],
+           "run_classifier.py": ["--task_name=tsv", "--do_train",
+                                 "--data_dir=" + str(SAMPLES_DIR / "classification"),
+                                 "--output_dir=" + str(tmp_path / "out")]}[script]
+  result = scripts.run_in_process(script, *flags, f"--vocab_file={vocab_file}",
+                                  f"--bert_config_file={config_file}",
+                                  f"--init_checkpoint={prefix}", "--max_seq_length=32")
+  assert result.returncode == 1
+  assert re.fullmatch(re.escape(f"{script}: error: {prefix}: damaged or incomplete checkpoint (")
+                      + r"its data files hold \d+ bytes, its index lists \d+\)",
+                      result.stderr.strip().splitlines()[-1])
+  assert sorted(os.listdir(tmp_path)) == ["bert_model.ckpt.data-00000-of-00001",
+                                          "bert_model.ckpt.index", "text.txt"]

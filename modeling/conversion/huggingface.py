@@ -160,11 +160,18 @@ def bert_config_to_hf(config, architecture):
   return hf_config
 
 
+def _weights_file(input_dir):
+  """The file naming the weights of `input_dir`: the shard index if there is one, else
+  `model.safetensors`."""
+  index_path = os.path.join(input_dir, HF_WEIGHTS_INDEX)
+  return index_path if tf.io.gfile.exists(index_path) else os.path.join(input_dir, HF_WEIGHTS)
+
+
 def read_hf_weights(input_dir):
   """Reads `model.safetensors` (or the shards of its index) as {name: numpy array}."""
-  index_path = os.path.join(input_dir, HF_WEIGHTS_INDEX)
-  if tf.io.gfile.exists(index_path):
-    shards = sorted(set(original_files.read_json(index_path)["weight_map"].values()))
+  listing = _weights_file(input_dir)
+  if listing.endswith(HF_WEIGHTS_INDEX):
+    shards = sorted(set(original_files.read_json(listing)["weight_map"].values()))
   else:
     shards = [HF_WEIGHTS]
   weights = {}
@@ -218,8 +225,12 @@ def convert_hf_to_original(input_dir, output_dir):
   """
   config_path = os.path.join(input_dir, HF_CONFIG)
   config = hf_config_to_bert(original_files.read_json(config_path), source=config_path)
-  weights = hf_weights_to_original(read_hf_weights(input_dir))
-  original_files.check_weights_fit(weights, config, input_dir, HF_CONFIG)
+  hf_weights = read_hf_weights(input_dir)
+  weights = hf_weights_to_original(hf_weights)
+  with_prefix = any(name.startswith("bert.") for name in hf_weights)
+  original_files.check_weights_fit(
+      weights, config, _weights_file(input_dir), HF_CONFIG,
+      source_name=lambda name: original_to_hf_name(name, with_prefix))
   vocab = original_files.read_bytes(os.path.join(input_dir, original_files.VOCAB))
   original_files.write_original(output_dir, config, weights, vocab)
   return config
@@ -238,12 +249,9 @@ def convert_original_to_hf(input_dir, output_dir, vocab_file=None):
   config, original_weights, vocab = original_files.read_original(input_dir, vocab_file)
   hf_weights = original_weights_to_hf(original_weights)
   architecture = "BertForPreTraining" if "cls.predictions.bias" in hf_weights else "BertModel"
-  tf.io.gfile.makedirs(output_dir)
-  original_files.write_bytes(os.path.join(output_dir, original_files.VOCAB), vocab)
-  original_files.write_bytes(os.path.join(output_dir, HF_WEIGHTS),
-                             safetensors_numpy.save(hf_weights, metadata={"format": "pt"}))
-  original_files.write_bytes(
-      os.path.join(output_dir, HF_CONFIG),
-      (json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
-       + "\n").encode("utf-8"))
+  config_json = json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
+  original_files.write_outputs(output_dir, {
+      original_files.VOCAB: vocab,
+      HF_WEIGHTS: safetensors_numpy.save(hf_weights, metadata={"format": "pt"}),
+      HF_CONFIG: (config_json + "\n").encode("utf-8")})
   return sorted(hf_weights)

@@ -344,11 +344,9 @@ def convert_original_to_keras_hub(input_dir, output_dir, lowercase, vocab_file=N
   metadata = {"keras_version": keras.__version__,
               "parameter_count": int(sum(weights[name].size for name in names)),
               "tasks": ["MaskedLM", "TextClassifier", "TextEmbedder"]}
-  tf.io.gfile.makedirs(os.path.join(output_dir, os.path.dirname(PRESET_VOCAB)))
-  original_files.write_bytes(os.path.join(output_dir, PRESET_VOCAB), vocab)
-  original_files.write_bytes(os.path.join(output_dir, PRESET_WEIGHTS), weights_file)
+  files = {PRESET_VOCAB: vocab, PRESET_WEIGHTS: weights_file}
   for file_name, contents in ((PRESET_TOKENIZER, tokenizer), (PRESET_METADATA, metadata),
                               (PRESET_CONFIG, dict(_BACKBONE, config=backbone_config))):
-    original_files.write_bytes(os.path.join(output_dir, file_name),
-                               (json.dumps(contents, indent=4) + "\n").encode("utf-8"))
+    files[file_name] = (json.dumps(contents, indent=4) + "\n").encode("utf-8")
+  original_files.write_outputs(output_dir, files)
   return left_out

@@ -28,7 +28,6 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from base import atomic_files
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
@@ -180,10 +179,7 @@ def read_model_garden_weights(prefix, source=None, copy_pooler_dense_to_encoder=
       that are neither the encoder, a masked-LM head nor training state.
   """
   source = source or prefix
-  try:
-    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
-  except (tf.errors.OpError, ValueError) as error:
-    raise ConversionError(f"{source}: unreadable checkpoint: {error}") from None
+  reader = checkpoint_io.CheckpointReader(prefix)
   graph = ObjectGraph(reader, source)
   encoder_path, encoder = graph.find(_ENCODER_CHILDREN)
   if encoder is None:
@@ -381,6 +377,9 @@ def convert_tf_hub_to_original(saved_model_dir, output_dir):
     raise ConversionError(f"{saved_model_dir}: not a SavedModel ({variables_prefix}"
                           f"{checkpoint_io.INDEX_SUFFIX} does not exist)")
   weights, num_heads = read_model_garden_weights(variables_prefix, source=saved_model_dir)
+  original_files.check_weights_fit(
+      weights, infer_config(weights, num_heads, "gelu", saved_model_dir), variables_prefix,
+      "inferred config")
   vocab_path = os.path.join(saved_model_dir, SAVED_MODEL_VOCAB)
   if not tf.io.gfile.exists(vocab_path):
     raise ConversionError(f"{saved_model_dir}: no {SAVED_MODEL_VOCAB} asset (a SentencePiece "
@@ -467,10 +466,9 @@ def convert_original_to_model_garden(input_dir, output_dir, vocab_file=None):
   checkpoint = tf.train.Checkpoint(**objects)
   # `.save()` numbers its checkpoints with this counter and Model Garden's restores expect it.
   checkpoint.save_counter.assign_add(1)
-  tf.io.gfile.makedirs(output_dir)
-  prefix = os.path.join(output_dir, original_files.BERT_CHECKPOINT)
-  checkpoint_io.publish_bundle(checkpoint.write(atomic_files.temporary_name(prefix)), prefix)
-  original_files.write_bytes(os.path.join(output_dir, original_files.VOCAB), vocab)
-  config.to_json_file(os.path.join(output_dir, original_files.BERT_CONFIG))
+  original_files.write_outputs(
+      output_dir, {original_files.VOCAB: vocab,
+                   original_files.BERT_CONFIG: config.to_json_string().encode("utf-8")},
+      {original_files.BERT_CHECKPOINT: checkpoint.write})
   return sorted(name for name in set(weights) - kept
                 if not original_files.is_training_state(name))
