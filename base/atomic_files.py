@@ -6,13 +6,49 @@ the next run removes those of processes that no longer exist (`remove_stale_temp
 """
 
 import contextlib
+import errno
 import os
 import re
 
 from absl import logging
 import tensorflow as tf
 
+from base import errors
+
 _TEMPORARY_NAME = re.compile(r"\.tmp-(\d+)(\.|$)")
+
+
+class NoSpaceError(errors.UserError, OSError):
+  """The file system of an output is full (or the quota is reached)."""
+
+
+def is_no_space(error):
+  """True for the errors of a full file system or exceeded quota: `OSError` ENOSPC / EDQUOT, or
+  TensorFlow's `ResourceExhaustedError` of a file write."""
+  if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+    return True
+  return isinstance(error, tf.errors.ResourceExhaustedError) and (
+      "No space left" in str(error) or "quota" in str(error).lower())
+
+
+def no_space_message(error, path=None):
+  """The one line of a full-disk `error`: the file it names (or `path`) and what happened."""
+  if path is None:
+    named = re.search(r"(\S+?)(?:\.tmp-\d+\S*)?; No space left", str(error))
+    path = named.group(1) if named else getattr(error, "filename", None) or "an output"
+  return (f"{path}: no space left on the device (or quota exceeded) while writing it; nothing "
+          "was left under its name")
+
+
+@contextlib.contextmanager
+def no_space_is_one_line(path):
+  """Raises `NoSpaceError` naming `path` for a full file system under the block."""
+  try:
+    yield
+  except (OSError, tf.errors.OpError) as error:
+    if not is_no_space(error):
+      raise
+    raise NoSpaceError(no_space_message(error, path)) from None
 
 
 def temporary_name(path):
@@ -80,8 +116,9 @@ def temporary_path(path):
   """
   temp_path = temporary_name(path)
   try:
-    yield temp_path
-    tf.io.gfile.rename(temp_path, path, overwrite=True)
+    with no_space_is_one_line(path):
+      yield temp_path
+      tf.io.gfile.rename(temp_path, path, overwrite=True)
   finally:
     if tf.io.gfile.exists(temp_path):
       tf.io.gfile.remove(temp_path)

@@ -8,7 +8,9 @@ import sys
 
 from absl import app
 from absl import flags
+import tensorflow as tf
 
+from base import atomic_files
 from base import errors
 
 # Flag name -> title of its group in --help (filled by `base.config.FlagConfig.define_flags`).
@@ -41,13 +43,29 @@ def run_config(config_class, run, unknown_args_field=None):
       if unknown_args_field is not None:
         config = config.replace(**{unknown_args_field: tuple(argv[1:])})
       run(config)
-    except errors.UserError as error:
-      sys.exit(error_line(sys.argv[0], error))
-    except errors.StoppedBySignal as stopped:
-      print(f"{os.path.basename(sys.argv[0])}: {stopped}", file=sys.stderr)
-      sys.exit(128 + stopped.signal_number)
+    except Exception as exception:  # pylint: disable=broad-except
+      ending = failure(sys.argv[0], exception)
+      if ending is None:
+        raise
+      line, status = ending
+      print(line, file=sys.stderr)
+      sys.exit(status)
   app.run(main, flags_parser=functools.partial(
       _parse_flags_or_print_help, known_only=unknown_args_field is not None))
+
+
+def failure(script, exception):
+  """`(line, exit status)` of an exception that ends a run the user can act on: a
+  `errors.UserError` (status 1), a full file system (status 1), a stop on a signal after saving
+  (128 + the signal); None for any other exception, a bug, which keeps its traceback."""
+  if isinstance(exception, errors.UserError):
+    return error_line(script, exception), 1
+  if isinstance(exception, errors.StoppedBySignal):
+    return f"{os.path.basename(script)}: {exception}", 128 + exception.signal_number
+  if (isinstance(exception, (OSError, tf.errors.OpError))
+      and atomic_files.is_no_space(exception)):
+    return error_line(script, atomic_files.no_space_message(exception)), 1
+  return None
 
 
 def error_line(script, error):

@@ -44,8 +44,15 @@ def write_checkpoint(prefix, named_tensors):
   if directory:
     tf.io.gfile.makedirs(directory)
   temp_prefix = atomic_files.temporary_name(prefix)
-  save_bundle(temp_prefix, named_tensors)
-  return publish_bundle(temp_prefix, prefix)
+  try:
+    with atomic_files.no_space_is_one_line(prefix):
+      save_bundle(temp_prefix, named_tensors)
+      return publish_bundle(temp_prefix, prefix)
+  except BaseException:
+    # SaveV2's own partial files (`<temp_prefix>.data-...tempstate<n>`) included.
+    for path in tf.io.gfile.glob(temp_prefix + "*"):
+      tf.io.gfile.remove(path)
+    raise
 
 
 def save_bundle(prefix, named_tensors):

@@ -52,16 +52,21 @@ def export(module, export_dir, signatures, version=None):
   version = int(time.time()) if version is None else version
   check_version(export_dir, version)
   path = os.path.join(export_dir, str(version))
+  created = not tf.io.gfile.isdir(export_dir)
   tf.io.gfile.makedirs(export_dir)
   # Not a number, so TF Serving ignores it; left by a killed export, the next export removes it.
   atomic_files.remove_stale_temporaries(export_dir)
   temp_path = atomic_files.temporary_name(path)
   try:
-    tf.saved_model.save(module, temp_path, signatures=signatures)
-    _move_directory(temp_path, path)
+    with atomic_files.no_space_is_one_line(path):
+      tf.saved_model.save(module, temp_path, signatures=signatures)
+      _move_directory(temp_path, path)
   finally:
     if tf.io.gfile.exists(temp_path):
       tf.io.gfile.rmtree(temp_path)
+    # A failed export leaves no empty directory that it made.
+    if created and tf.io.gfile.isdir(export_dir) and not tf.io.gfile.listdir(export_dir):
+      tf.io.gfile.rmtree(export_dir)
   logging.info("exported %s (signatures: %s)", path, ", ".join(sorted(signatures)))
   return path
 

@@ -13,7 +13,6 @@ import sys
 from absl import logging as absl_logging
 
 from base import cli
-from base import errors
 from tasks import runner as fine_tuning_runner_lib
 from tasks.classification.config import ClassificationConfig
 from tasks.conversion import runner as conversion_runner
@@ -81,7 +80,7 @@ def run_script(script, *flags, timeout=None, root=REPO_ROOT):
 def run_in_process(script, *flags):
   """Runs a script's config in this process as its command line would: the config built from
   `flags` (`FlagConfig.from_args`), then its run; a `UserError` becomes exit status 1 and the
-  script's one-line error, as `cli.run_config` prints it. Scripts without an in-process run
+  script's one-line error and status, as `cli.run_config` prints and returns them. Scripts without an in-process run
   (not in `IN_PROCESS_RUNS`) start as a child process (`run_script`).
 
   Returns:
@@ -100,8 +99,12 @@ def run_in_process(script, *flags):
     with contextlib.redirect_stdout(io.StringIO()) as stdout:
       result = run(config_class.from_args(*flags))
     return InProcessResult(0, logs.getvalue(), stdout.getvalue(), result)
-  except errors.UserError as error:
-    return InProcessResult(1, logs.getvalue() + cli.error_line(script, error) + "\n")
+  except Exception as exception:  # pylint: disable=broad-except
+    ending = cli.failure(script, exception)
+    if ending is None:
+      raise
+    line, status = ending
+    return InProcessResult(status, logs.getvalue() + line + "\n")
   finally:
     absl_logging.set_verbosity(verbosity)
     root_logger.removeHandler(handler)
