@@ -1,24 +1,35 @@
-r"""SIGKILL at random moments, then resume: does every run reach its final step with readable
-checkpoints and nothing left behind?
+r"""Kill runs at random moments, then resume: does every run reach its final step with readable
+checkpoints, a best checkpoint that agrees with its history, and nothing left behind?
 
-For each trial a run starts in a fresh --output_dir, is killed with SIGKILL after a random delay
-(uniform over the length of an uninterrupted run, so start-up, record writing, training, checkpoint
-writes and the final export are all hit), then the same command runs again to the end. A trial
-passes if the second run exits 0, its latest checkpoint is the requested final step, every
-checkpoint the directory holds reads completely, no more than --keep_checkpoint_max are kept, and
-no temporary or lock file is left.
+For each trial a run starts in a fresh --output_dir and gets --signal after a random delay (uniform
+over the length of an uninterrupted run, so start-up, record writing, training, evaluations,
+checkpoint and best-checkpoint writes and the final export are all hit), then the same command
+runs again to the end. A trial passes if the second run exits 0 and the directory is sound: its
+latest checkpoint is the final step (or the early-stopping step), every checkpoint index in it and
+in `best/` has its data and reads completely, no more than --keep_checkpoint_max are kept, no
+temporary or lock file is left, and with evaluation while training, `best/` holds exactly the
+checkpoint of the history's best evaluation by the metric and mode (and nothing else),
+`best.json` has its value, and `eval_results.txt` is that checkpoint's.
 
-Tasks: pretraining (run_pretraining.py on records of the sample corpus) and fine-tuning
-(run_classifier.py on the sample classification task, with an export), tiny models.
+With --signal=TERM a trial also checks the preemption path: a run stopped during training exits
+with status 143 within --grace_seconds, having saved a checkpoint of the step it names; a run
+signalled before training started or after it ended exits as the signal's default says.
+
+Tasks: pretraining (run_pretraining.py on records of the sample corpus), classifier
+(run_classifier.py on the sample classification task, evaluating every 20 steps, with an export)
+and squad (run_squad.py on the sample SQuAD files, evaluating every 10 steps), tiny models.
 
 Usage:
-  python benchmarks/kill_and_resume.py --trials=10
+  python benchmarks/kill_and_resume.py --trials=20 --tasks=classifier,squad
+  python benchmarks/kill_and_resume.py --signal=TERM --trials=10 --tasks=pretraining,classifier
 """
 
 import json
+import math
 import os
 import pathlib
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -36,8 +47,11 @@ from modeling import checkpoint_io  # pylint: disable=wrong-import-position
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("trials", 10, "Kills per task.")
-flags.DEFINE_integer("seed", 0, "Seed of the kill delays.")
+flags.DEFINE_integer("trials", 20, "Signals per task.")
+flags.DEFINE_enum("signal", "KILL", ["KILL", "TERM"], "The signal sent.")
+flags.DEFINE_list("tasks", ["pretraining", "classifier", "squad"], "The tasks to run.")
+flags.DEFINE_float("grace_seconds", 30.0, "--preemption_grace_seconds of the runs.")
+flags.DEFINE_integer("seed", 0, "Seed of the delays.")
 flags.DEFINE_string("work_dir", None, "Scratch directory (default: a new temporary one).")
 
 SAMPLES = REPO_ROOT / "samples"
@@ -46,7 +60,7 @@ CONFIG = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
           "intermediate_size": 64, "max_position_embeddings": 64, "type_vocab_size": 2}
 
 
-def _run(command, timeout=600):
+def _run(command, timeout=900):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   return subprocess.run([sys.executable, *command], cwd=REPO_ROOT, capture_output=True,
                         text=True, timeout=timeout, env=env)
@@ -67,48 +81,153 @@ def _prepare(work):
   return vocab, config
 
 
-def _commands(work, vocab, config):
-  """Task name -> (command for an output directory, final step)."""
-  # Long enough that training, not start-up, fills most of a run: most kills land between
-  # checkpoints, in a checkpoint write, or in the pruning.
-  pretraining_steps, classifier_epochs = 600, 80
+class Task:
+  """A runner's command for an output directory, its final step, and what evaluation while
+  training chooses the best checkpoint by (None without)."""
+
+  def __init__(self, command, final_step, metric=None, mode="max"):
+    self.command, self.final_step, self.metric, self.mode = command, final_step, metric, mode
+
+
+def _tasks(work, vocab, config):
+  """Task name -> `Task`. Long enough that training, not start-up, fills most of a run: most
+  signals land between checkpoints, in a checkpoint or best-checkpoint write, or in the pruning."""
+  common = [f"--bert_config_file={config}", "--do_train", "--train_batch_size=8",
+            "--learning_rate=1e-3", "--save_checkpoints_steps=50", f"--keep_checkpoint_max={KEEP}",
+            f"--preemption_grace_seconds={FLAGS.grace_seconds}",
+            "--distribution_strategy=one_device"]
+  pretraining_steps, classifier_epochs, squad_epochs = 600, 40, 12
   return {
-      "pretraining": (lambda out: [
+      "pretraining": Task(lambda out: [
           "run_pretraining.py", f"--input_file={work / 'pretraining.tfrecord'}",
-          f"--output_dir={out}", f"--bert_config_file={config}", "--do_train",
-          f"--num_train_steps={pretraining_steps}", "--train_batch_size=8",
-          "--max_seq_length=32", "--max_predictions_per_seq=5", "--save_checkpoints_steps=50",
-          f"--keep_checkpoint_max={KEEP}", "--learning_rate=1e-3",
-          "--distribution_strategy=one_device"], pretraining_steps),
-      "fine-tuning": (lambda out: [
+          f"--output_dir={out}", f"--num_train_steps={pretraining_steps}",
+          "--max_seq_length=32", "--max_predictions_per_seq=5", *common], pretraining_steps),
+      "classifier": Task(lambda out: [
           "run_classifier.py", "--task_name=tsv", f"--data_dir={SAMPLES / 'classification'}",
-          f"--vocab_file={vocab}", f"--bert_config_file={config}", f"--output_dir={out}",
-          "--do_train", "--do_eval", "--max_seq_length=32", "--train_batch_size=8",
-          f"--num_train_epochs={classifier_epochs}", "--learning_rate=1e-3",
-          "--save_checkpoints_steps=50", f"--keep_checkpoint_max={KEEP}",
-          f"--export_dir={out}/export",
-          "--distribution_strategy=one_device"], int(42 / 8 * classifier_epochs)),
+          f"--vocab_file={vocab}", f"--output_dir={out}", "--do_eval", "--max_seq_length=32",
+          f"--num_train_epochs={classifier_epochs}", "--eval_every_steps=20",
+          f"--export_dir={out}/export", *common],
+                         int(42 / 8 * classifier_epochs), metric="eval_accuracy"),
+      "squad": Task(lambda out: [
+          "run_squad.py", f"--train_file={SAMPLES / 'squad' / 'train.json'}",
+          f"--predict_file={SAMPLES / 'squad' / 'dev.json'}", "--version_2_with_negative",
+          f"--vocab_file={vocab}", f"--output_dir={out}", "--do_predict", "--max_seq_length=64",
+          "--doc_stride=32", "--max_query_length=16", f"--num_train_epochs={squad_epochs}",
+          "--eval_every_steps=10", *common], None, metric="f1"),
   }
 
 
-def _check(out, final_step):
+def _checkpoint_problems(directory):
+  """Indexes in `directory` without their data, or unreadable."""
+  problems = []
+  for index in directory.glob("model.ckpt-*.index"):
+    prefix = str(index)[:-len(".index")]
+    if not pathlib.Path(prefix + ".data-00000-of-00001").exists():
+      problems.append(f"{index.relative_to(directory.parent)} without its data")
+      continue
+    try:
+      checkpoint_io.read_checkpoint(prefix)
+    except Exception as error:  # pylint: disable=broad-except
+      problems.append(f"{index.name} unreadable: {error}")
+  return problems
+
+
+def _best_problems(out, task):
+  """Disagreements between `best/`, `best.json`, the history and `eval_results.txt`."""
+  history = [json.loads(line) for line in (out / "eval_history.jsonl").read_text().splitlines()]
+  steps = [entry["step"] for entry in history]
+  problems = [] if steps == sorted(set(steps)) else [f"history steps {steps}"]
+  values = [entry["metrics"][task.metric] for entry in history]
+  best_value = (max if task.mode == "max" else min)(values)
+  # A tie keeps the earlier step.
+  best_step = steps[values.index(best_value)]
+  state = json.loads((out / "best" / "best.json").read_text())
+  if (state["step"], state["value"]) != (best_step, best_value):
+    problems.append(f"best.json step {state['step']} = {state['value']}, the history's best "
+                    f"step {best_step} = {best_value}")
+  expected = {"best.json", "checkpoint", f"model.ckpt-{best_step}.index",
+              f"model.ckpt-{best_step}.data-00000-of-00001"}
+  held = {p.name for p in (out / "best").iterdir()}
+  if held != expected:
+    problems.append(f"best/ holds {sorted(held ^ expected)} besides or instead of step "
+                    f"{best_step}'s checkpoint")
+  results = dict(line.split(" = ") for line in
+                 (out / "eval_results.txt").read_text().splitlines() if " = " in line)
+  if int(results.get("global_step", -1)) != best_step or not math.isclose(
+      float(results.get(task.metric, "nan")), best_value, rel_tol=1e-4, abs_tol=1e-4):
+    problems.append(f"eval_results.txt step {results.get('global_step')} {task.metric} = "
+                    f"{results.get(task.metric)}, not the best step's")
+  return problems
+
+
+def _check(out, task):
   """Problems found in a finished output directory (empty if none)."""
   problems = []
   latest = tf.train.latest_checkpoint(str(out))
-  if latest is None or not latest.endswith(f"model.ckpt-{final_step}"):
+  last_evaluated = None
+  if task.metric is not None and (out / "eval_history.jsonl").exists():
+    last_evaluated = json.loads(
+        (out / "eval_history.jsonl").read_text().splitlines()[-1])["step"]
+  final_steps = {task.final_step, last_evaluated} - {None}
+  if latest is None or not any(latest.endswith(f"model.ckpt-{step}") for step in final_steps):
     problems.append(f"latest checkpoint {latest}")
   indexes = [p for p in out.glob("model.ckpt-*.index") if ".tmp-" not in p.name]
   if len(indexes) > KEEP:
     problems.append(f"{len(indexes)} checkpoints kept")
-  for index in indexes:
-    try:
-      checkpoint_io.read_checkpoint(str(index)[:-len(".index")])
-    except Exception as error:  # pylint: disable=broad-except
-      problems.append(f"{index.name} unreadable: {error}")
+  problems += _checkpoint_problems(out)
+  if task.metric is not None:
+    problems += _checkpoint_problems(out / "best") + _best_problems(out, task)
   left = [str(p.relative_to(out)) for p in out.rglob("*")
           if ".tmp-" in p.name or "tempstate" in p.name or p.name == ".lock"]
-  if left:
-    problems.append(f"left behind: {left}")
+  orphans = [str(p.relative_to(out)) for p in out.rglob("model.ckpt-*.data-*")
+             if not pathlib.Path(str(p).split(".data-")[0] + ".index").exists()]
+  if left or orphans:
+    problems.append(f"left behind: {left + orphans}")
+  return problems
+
+
+def _signal_run(command, delay):
+  """Starts `command`, sends FLAGS.signal after `delay` seconds.
+
+  Returns:
+    (what happened, exit status, seconds from the signal to the exit, stderr).
+  """
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  with tempfile.TemporaryFile("w+") as stderr:
+    process = subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    try:
+      process.wait(timeout=delay)
+      return "finished first", process.returncode, 0.0, ""
+    except subprocess.TimeoutExpired:
+      process.send_signal(getattr(signal, f"SIG{FLAGS.signal}"))
+      sent = time.monotonic()
+      try:
+        process.wait(timeout=FLAGS.grace_seconds + 60)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+      exit_seconds = time.monotonic() - sent
+      stderr.seek(0)
+      return "signalled", process.returncode, exit_seconds, stderr.read()
+
+
+def _termination_problems(status, exit_seconds, stderr, out):
+  """What a SIGTERM trial's first run did wrong: a run stopped in training must exit 143 within
+  the grace period with a checkpoint of the step it names; others die of the signal (-15) or
+  end (0, e.g. the signal came in an evaluation after training and the run went on)."""
+  problems = []
+  if exit_seconds > FLAGS.grace_seconds:
+    problems.append(f"exited {exit_seconds:.1f} s after SIGTERM")
+  if status == 128 + signal.SIGTERM:
+    stopped = re.search(r"stopped by SIGTERM at step (\d+) of \d+: saved (\S+);", stderr)
+    if not stopped:
+      problems.append("exit 143 without the one-line message")
+    elif not tf.io.gfile.exists(stopped.group(2) + ".index") or not stopped.group(2).endswith(
+        f"model.ckpt-{stopped.group(1)}") or str(out) not in stopped.group(2):
+      problems.append(f"no checkpoint of step {stopped.group(1)}: {stopped.group(2)}")
+  elif status not in (-signal.SIGTERM, 0):
+    problems.append(f"exit {status}: {stderr.strip().splitlines()[-1:]}")
   return problems
 
 
@@ -118,40 +237,42 @@ def main(argv):
   work = pathlib.Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="kill_and_resume-"))
   work.mkdir(parents=True, exist_ok=True)
   vocab, config = _prepare(work)
-  print(f"{'task':12} {'trial':>5} {'killed at':>10} {'state at kill':>24} {'resume':>8}  result")
+  print(f"SIG{FLAGS.signal}, {FLAGS.trials} trials per task")
+  print(f"{'task':12} {'trial':>5} {'signal at':>10} {'exit':>5} {'exit after':>10} "
+        f"{'state at signal':>24} {'resume':>8}  result")
   totals = {}
-  for task, (command, final_step) in _commands(work, vocab, config).items():
-    baseline_dir = work / f"{task}-baseline"
+  tasks = _tasks(work, vocab, config)
+  for name in FLAGS.tasks:
+    task = tasks[name]
+    baseline_dir = work / f"{name}-baseline"
     start = time.monotonic()
-    result = _run(command(baseline_dir))
+    result = _run(task.command(baseline_dir))
     run_seconds = time.monotonic() - start
     assert result.returncode == 0, result.stderr[-2000:]
+    if task.final_step is None:
+      task.final_step = int(tf.train.latest_checkpoint(str(baseline_dir)).rsplit("-", 1)[1])
     passed = 0
     for trial in range(FLAGS.trials):
-      out = work / f"{task}-{trial}"
+      out = work / f"{name}-{trial}"
       delay = rng.uniform(0.5, run_seconds)
-      env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-      process = subprocess.Popen([sys.executable, *command(out)], cwd=REPO_ROOT, env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-      try:
-        process.wait(timeout=delay)
-        state = "finished first"
-      except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        latest = tf.train.latest_checkpoint(str(out)) if out.exists() else None
-        state = os.path.basename(latest) if latest else "no checkpoint"
+      happened, status, exit_seconds, stderr = _signal_run(task.command(out), delay)
+      latest = tf.train.latest_checkpoint(str(out)) if out.exists() else None
+      state = (happened if happened == "finished first" else
+               os.path.basename(latest) if latest else "no checkpoint")
+      problems = (_termination_problems(status, exit_seconds, stderr, out)
+                  if FLAGS.signal == "TERM" and happened == "signalled" else [])
       start = time.monotonic()
-      resumed = _run(command(out))
+      resumed = _run(task.command(out))
       resume_seconds = time.monotonic() - start
-      problems = ([f"exit {resumed.returncode}: {resumed.stderr.strip().splitlines()[-1:]}"]
-                  if resumed.returncode else _check(out, final_step))
+      problems += ([f"exit {resumed.returncode}: {resumed.stderr.strip().splitlines()[-1:]}"]
+                   if resumed.returncode else _check(out, task))
       passed += not problems
-      print(f"{task:12} {trial:>5} {delay:>9.1f}s {state:>24} {resume_seconds:>7.1f}s  "
+      print(f"{name:12} {trial:>5} {delay:>9.1f}s {status:>5} {exit_seconds:>9.1f}s "
+            f"{state:>24} {resume_seconds:>7.1f}s  "
             f"{'ok' if not problems else '; '.join(problems)}", flush=True)
       shutil.rmtree(out, ignore_errors=True)
-    totals[task] = passed
-    print(f"{task}: {passed}/{FLAGS.trials} trials resumed to step {final_step} cleanly "
+    totals[name] = passed
+    print(f"{name}: {passed}/{FLAGS.trials} trials resumed to step {task.final_step} cleanly "
           f"(an uninterrupted run: {run_seconds:.1f} s)", flush=True)
   if not FLAGS.work_dir:
     shutil.rmtree(work, ignore_errors=True)
