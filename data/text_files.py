@@ -5,6 +5,7 @@ the bad bytes (which tokenization then drops, exactly as the original's `decode(
 did) and counted, so a run reports how much of its input was damaged.
 """
 
+import codecs
 import dataclasses
 import io
 
@@ -54,6 +55,32 @@ class _GFileRaw(io.RawIOBase):
   def close(self):
     self._gfile.close()
     super().close()
+
+
+def undecodable_problem(path):
+  """Where a file is not UTF-8, for a message: `not UTF-8 text at line 3 (invalid continuation
+  byte at byte 57)`, the byte counted from the start of the file (a `UnicodeDecodeError` raised
+  while reading through `open_text` counts from the block being decoded). "not UTF-8 text" when
+  the file decodes after all."""
+  decoder = codecs.getincrementaldecoder("utf-8")()
+  # Lines and bytes of the blocks decoded so far, the decoder's pending bytes (an incomplete
+  # multi-byte sequence, never a newline) included.
+  line, consumed = 1, 0
+  with tf.io.gfile.GFile(path, "rb") as reader:
+    while True:
+      block = reader.read(_BLOCK_BYTES)
+      pending = decoder.getstate()[0]
+      try:
+        decoder.decode(block, final=not block)
+      except UnicodeDecodeError as error:
+        data = pending + block
+        line += data.count(b"\n", 0, error.start)
+        return (f"not UTF-8 text at line {line} ({error.reason} at byte "
+                f"{consumed - len(pending) + error.start})")
+      if not block:
+        return "not UTF-8 text"
+      line += block.count(b"\n")
+      consumed += len(block)
 
 
 def read_lines(path, stats=None):

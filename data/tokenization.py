@@ -7,6 +7,7 @@ characters). This pure-Python path is the reference; `data/graph_tokenization.py
 ids inside TensorFlow graphs and is the fast path.
 """
 
+import codecs
 import collections
 import re
 import unicodedata
@@ -61,6 +62,11 @@ def convert_to_unicode(text):
 def load_vocab(vocab_file, required_tokens=SPECIAL_TOKENS):
   """Loads a vocabulary file: one token per line, id = line index, surrounding whitespace stripped.
 
+  A UTF-8 byte-order mark at the start is dropped (editors on Windows add one). The original,
+  HuggingFace's `load_vocab` and its `tokenizers` keep it as part of the first token
+  (`"\ufeff[PAD]"`), which no text can produce (tokenization deletes U+FEFF, a format
+  character); dropping it changes no id and lets `[PAD]` be found.
+
   Args:
     vocab_file: path of a `vocab.txt`.
     required_tokens: tokens that must be present.
@@ -69,14 +75,18 @@ def load_vocab(vocab_file, required_tokens=SPECIAL_TOKENS):
     OrderedDict of token -> id.
 
   Raises:
-    VocabError: the file is missing or empty, holds a duplicate token, or lacks a required token.
+    VocabError: the file is missing, unreadable (a directory) or empty, holds a duplicate token,
+      or lacks a required token.
   """
   if not tf.io.gfile.exists(vocab_file):
     raise VocabError(f"{vocab_file}: vocab file does not exist")
   vocab = collections.OrderedDict()
-  with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-    # Read whole (a vocab is small): line by line through the file API took twice as long.
-    lines = reader.read().split(b"\n")
+  try:
+    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
+      # Read whole (a vocab is small): line by line through the file API took twice as long.
+      lines = reader.read().removeprefix(codecs.BOM_UTF8).split(b"\n")
+  except tf.errors.OpError as error:
+    raise VocabError(f"{vocab_file}: cannot read vocab file: {error.message}") from None
   if lines[-1] == b"":
     lines.pop()
   for line_number, line in enumerate(lines, start=1):

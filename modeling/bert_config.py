@@ -4,10 +4,12 @@ import copy
 import dataclasses
 import difflib
 import json
+import math
 
 import tensorflow as tf
 
 from base import errors
+from base import json_files
 from modeling import activations
 
 
@@ -19,6 +21,11 @@ ConfigError = errors.ConfigError
 # misspelling of a key (`pooler_num_attention_heads` is close to `num_attention_heads`).
 RELEASED_EXTRA_KEYS = frozenset({"directionality", "pooler_fc_size", "pooler_num_attention_heads",
                                  "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type"})
+
+
+def _is_number(value):
+  """An int or float of JSON, not true/false (which Python counts as ints)."""
+  return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass
@@ -74,10 +81,10 @@ class BertConfig:
           f"{self.num_attention_heads}")
     for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
       value = getattr(self, key)
-      if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+      if not _is_number(value) or not 0.0 <= value < 1.0:
         raise ConfigError(f"{source}: {key} must be in [0, 1), got {value!r}")
-    if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
-      raise ConfigError(f"{source}: initializer_range must be positive, got "
+    if not _is_number(self.initializer_range) or not 0 < self.initializer_range < math.inf:
+      raise ConfigError(f"{source}: initializer_range must be positive and finite, got "
                         f"{self.initializer_range!r}")
     if activations.canonical_name(self.hidden_act) is None:
       raise ConfigError(f"{source}: unknown hidden_act {self.hidden_act!r}; expected one of "
@@ -122,16 +129,22 @@ class BertConfig:
     """Reads a `bert_config.json`; raises ConfigError naming the file on any problem."""
     try:
       with tf.io.gfile.GFile(json_file, "rb") as reader:
-        text = reader.read().decode("utf-8")
+        data = reader.read()
     except tf.errors.NotFoundError:
       raise ConfigError(f"{json_file}: cannot read config: no such file") from None
-    except (tf.errors.OpError, UnicodeDecodeError) as error:
+    except tf.errors.OpError as error:
       raise ConfigError(f"{json_file}: cannot read config: {error}") from None
     try:
-      json_object = json.loads(text)
-    except json.JSONDecodeError as error:
-      raise ConfigError(f"{json_file}: malformed JSON at line {error.lineno} column "
-                        f"{error.colno}: {error.msg}") from None
+      text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+      line = data.count(b"\n", 0, error.start) + 1
+      raise ConfigError(f"{json_file}: cannot read config: not UTF-8 text at line {line} "
+                        f"({error.reason} at byte {error.start})") from None
+    try:
+      json_object = json_files.loads(text)
+    except json_files.MalformedJson as error:
+      where = f" at line {error.lineno} column {error.colno}" if error.lineno is not None else ""
+      raise ConfigError(f"{json_file}: malformed JSON{where}: {error.msg}") from None
     return cls.from_dict(json_object, source=str(json_file))
 
   def to_dict(self):

@@ -96,10 +96,50 @@ def test_multi_label_rows(tmp_path):
 
 def test_missing_column_names_file_and_line(tmp_path):
   (tmp_path / "train.tsv").write_text("a\tb\tc\td\n" * 3 + "short\n", encoding="utf-8")
-  with pytest.raises(file_patterns.InputError, match=r"train\.tsv:4: expected at least 4 "
-                                                      r"tab-separated columns for task 'cola', "
-                                                      r"found 1"):
+  with pytest.raises(file_patterns.InputError, match=r"train\.tsv:4: 1 field where line 1 has 4$"):
     classification_reader.glue_processors()["cola"].get_train_examples(tmp_path)
+  (tmp_path / "train.tsv").write_text("a\tb\n", encoding="utf-8")
+  with pytest.raises(file_patterns.InputError, match=r"train\.tsv:1: expected at least 4 "
+                                                      r"tab-separated columns for task 'cola', "
+                                                      r"found 2"):
+    classification_reader.glue_processors()["cola"].get_train_examples(tmp_path)
+
+
+@pytest.mark.parametrize("task", ["tsv", "mrpc"])
+def test_a_row_with_more_fields_than_the_header_names_file_and_line(tmp_path, task):
+  # A tab inside scraped text: read as it was, the label column held "great" and the inferred
+  # label list gained a class.
+  header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" if task == "mrpc" else "sentence\tlabel"
+  row = "1\t1\t2\tA\tB" if task == "mrpc" else "fine\tpos"
+  shifted = "1\t3\t4\tA\tB\tgreat" if task == "mrpc" else "it was\tgreat\tpos"
+  (tmp_path / "train.tsv").write_text(f"{header}\n{row}\n{row}\n{shifted}\n", encoding="utf-8")
+  processor = (classification_reader.glue_processors()["mrpc"] if task == "mrpc" else
+               classification_reader.GenericProcessor("tsv", "sentence", None, "label"))
+  fields = 6 if task == "mrpc" else 3
+  with pytest.raises(file_patterns.InputError,
+                     match=rf"train\.tsv:4: {fields} fields where line 1 has {fields - 1} "
+                           r"\(a tab inside a text\?\)$"):
+    processor.get_train_examples(tmp_path)
+
+
+def test_an_unquoted_comma_in_a_csv_row_names_file_and_line(tmp_path):
+  (tmp_path / "train.csv").write_text("review,stars\ngood,5\nbad, really,1\n", encoding="utf-8")
+  processor = classification_reader.GenericProcessor("csv", "review", None, "stars")
+  with pytest.raises(file_patterns.InputError, match=r"train\.csv:3: 3 fields where line 1 has 2 "
+                                                      r"\(an unquoted ',' in a text\?\)$"):
+    processor.get_train_examples(tmp_path)
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line_and_offset_in_the_file(tmp_path):
+  # Past the first 8 KiB, where a decoder's own offset counts from the block it decodes.
+  good = "sentence\tlabel\n" + "a fine text\tpos\n" * 1000
+  (tmp_path / "train.tsv").write_bytes(good.encode() + b"caf\xe9\tneg\n")
+  processor = classification_reader.GenericProcessor("tsv", "sentence", None, "label")
+  with pytest.raises(file_patterns.InputError) as error:
+    processor.get_train_examples(tmp_path)
+  assert str(error.value).endswith(
+      f"train.tsv: not UTF-8 text at line 1002 (invalid continuation byte at byte "
+      f"{len(good) + 3})")
 
 
 def test_unknown_header_column(tmp_path):
@@ -123,10 +163,13 @@ def test_label_not_in_the_label_list_names_file_and_line(tmp_path, sample_vocab)
   assert not list(tmp_path.glob("eval.tf_record*"))
 
 
-def test_non_numeric_regression_label(tmp_path):
-  (tmp_path / "train.tsv").write_text("h\n" + "\t".join(["x"] * 9 + ["high"]) + "\n",
-                                      encoding="utf-8")
-  with pytest.raises(file_patterns.InputError, match=r"train\.tsv:2: label 'high' is not a number"):
+@pytest.mark.parametrize("label", ["high", "nan", "inf", "-Infinity"])
+def test_non_numeric_regression_label(tmp_path, label):
+  # float() takes "nan" and "inf"; one such label makes every loss of the run NaN.
+  (tmp_path / "train.tsv").write_text("\t".join(["h"] * 10) + "\n"
+                                      + "\t".join(["x"] * 9 + [label]) + "\n", encoding="utf-8")
+  with pytest.raises(file_patterns.InputError,
+                     match=rf"train\.tsv:2: label '{label}' is not a number"):
     classification_reader.glue_processors()["sts-b"].get_train_examples(tmp_path)
 
 

@@ -76,13 +76,23 @@ def test_config_defaults_and_json_round_trip(tmp_path):
     ('{"vocab_size": 0}', "vocab_size must be a positive integer, got 0"),
     ('{"vocab_size": 10, "num_hidden_layers": -1}', "num_hidden_layers must be a positive"),
     ('{"vocab_size": 10, "hidden_dropout_prob": 1.5}', "hidden_dropout_prob must be in"),
+    # float() and json take NaN and Infinity; they passed the check "> 0" (issue 38).
+    ('{"vocab_size": 10, "initializer_range": NaN}', "initializer_range must be positive and "
+     "finite, got nan"),
+    ('{"vocab_size": 10, "initializer_range": Infinity}', "initializer_range must be positive"),
+    ('{"vocab_size": 10, "hidden_dropout_prob": true}', "hidden_dropout_prob must be in"),
+    # json.loads raised RecursionError and a bare ValueError for these.
+    ("[" * 5000, "malformed JSON: arrays or objects nested too deeply"),
+    ('{"vocab_size": ' + "1" * 5000 + "}", "malformed JSON: a number of more than 4300 digits"),
+    (b'{\n"hidden_act": "g\xe9lu"}', "not UTF-8 text at line 2 (invalid continuation byte at "
+     "byte 18)"),
     ('{"vocab_size": 10, "num_hiden_layers": 2}',
      "unknown key 'num_hiden_layers'; did you mean 'num_hidden_layers'?"),
 ])
 def test_config_errors_name_the_file_and_the_problem(tmp_path, content, message):
   path = tmp_path / "bert_config.json"
   if content is not None:
-    path.write_text(content)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
   with pytest.raises(bert_config_lib.ConfigError) as error:
     bert_config_lib.BertConfig.from_json_file(path)
   assert str(path) in str(error.value) and message in str(error.value)

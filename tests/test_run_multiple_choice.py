@@ -324,6 +324,12 @@ HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1
      "['ending0', 'ending2']"),
     ("swag", "val.json", '{"sent2": "He", "ending0": "r", "ending1": "s", "label": 0}\n',
      "val.json:1: no 'sent1'"),
+    # str.isdigit takes "1²", which int() refuses (a raw ValueError before).
+    ("swag", "val.csv", HEADER + "0,v,0,s,A man,He,gold,runs.,sits.,eats.,1\u00b2\n",
+     "val.csv:2: label '1²' is not a choice index"),
+    # json.loads raised RecursionError (found by tests/test_reader_fuzz.py).
+    ("jsonl", "dev.jsonl", '{"context": "a", "choices": ["b", "c"], "label": 0}\n' + "[" * 5000,
+     "dev.jsonl:2: malformed JSON (arrays or objects nested too deeply)"),
 ])
 def test_bad_input_is_named_by_file_and_line(tmp_path, task, filename, text, expected):
   assert reader_error(tmp_path, task, filename, text).startswith(expected)

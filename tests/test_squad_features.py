@@ -242,6 +242,28 @@ def test_reader_errors_name_the_file_and_question(tmp_path):
     squad_reader.read_examples(impossible, True, False)
 
 
+@pytest.mark.parametrize("content, message", [
+    # json.load raised RecursionError and a bare ValueError for these (found by fuzzing).
+    (b"[" * 5000, "not valid JSON: arrays or objects nested too deeply"),
+    (b'{"version": ' + b"1" * 5000 + b"}", "not valid JSON: a number of more than 4300 digits"),
+    (b'{"version": "v2.0",\n "data": ["caf\xe9"]}',
+     "not valid JSON: not UTF-8 text at line 2 (invalid continuation byte at byte 34)"),
+])
+def test_json_that_python_cannot_read_is_named_in_one_line(tmp_path, content, message):
+  path = tmp_path / "bad.json"
+  path.write_bytes(content)
+  with pytest.raises(file_patterns.InputError) as error:
+    squad_reader.read_examples(str(path), True, True)
+  assert str(error.value) == f"{path}: {message}"
+
+
+def test_an_answer_of_whitespace_alone_is_skipped_not_trained_on_word_minus_one(tmp_path):
+  context = "Bees make honey."
+  record = {"id": "q1", "question": "What?", "answers": [{"text": " ", "answer_start": 4}]}
+  examples, _ = squad_reader.read_examples(write_squad(tmp_path, context, [record]), True, False)
+  assert examples == []
+
+
 def test_training_reads_the_first_of_several_answers(tmp_path):
   context = "Bees make honey from nectar."
   record = {"id": "q1", "question": "What?", "answers": [

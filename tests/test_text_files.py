@@ -27,6 +27,21 @@ def test_lines_are_the_same_whatever_the_block_size(tmp_path, monkeypatch, block
   assert stats.bytes == 2 * len(CONTENT)
 
 
+@pytest.mark.parametrize("block_bytes", [1, 2, 3, 7, 64, 1 << 20])
+@pytest.mark.parametrize("content, problem", [
+    (CONTENT, "not UTF-8 text at line 21 (invalid start byte at byte 144)"),
+    # A truncated sequence at the end of the file; a file that decodes.
+    ("ok\n½".encode("utf-8")[:-1], "not UTF-8 text at line 2 (unexpected end of data at byte 3)"),
+    ("ok\n½".encode("utf-8"), "not UTF-8 text"),
+])
+def test_the_first_undecodable_byte_is_named_by_line_and_offset_in_the_file(
+    tmp_path, monkeypatch, block_bytes, content, problem):
+  path = tmp_path / "input.txt"
+  path.write_bytes(content)
+  monkeypatch.setattr(text_files, "_BLOCK_BYTES", block_bytes)
+  assert text_files.undecodable_problem(str(path)) == problem
+
+
 def test_a_progress_line_stays_at_most_100_percent_on_undecodable_input(tmp_path):
   path = tmp_path / "latin1.txt"
   path.write_bytes(("caf\xe9 " * 200 + "\n\n").encode("latin-1") * 20)

@@ -311,6 +311,22 @@ def test_bad_vocab_is_a_clear_error(tmp_path, tokens, message):
 def test_missing_vocab_is_a_clear_error(tmp_path):
   with pytest.raises(tokenization.VocabError, match="nope.txt: vocab file does not exist"):
     tokenization.FullTokenizer(str(tmp_path / "nope.txt"))
+  with pytest.raises(tokenization.VocabError, match="cannot read vocab file: .*directory"):
+    tokenization.FullTokenizer(str(tmp_path))
+
+
+def test_a_byte_order_mark_is_dropped_and_every_id_stays_the_line_index(toy_vocab):
+  # The original and HuggingFace keep it in the first token ("\ufeff[PAD]"), which no text can
+  # produce: tokenization deletes U+FEFF. Here "[PAD]" is found, with the same id.
+  with open(toy_vocab, "rb") as f:
+    plain = f.read()
+  with open(toy_vocab, "wb") as f:
+    f.write(b"\xef\xbb\xbf" + plain)
+  vocab = tokenization.load_vocab(toy_vocab)
+  assert list(vocab) == plain.decode().split()
+  assert list(vocab.values()) == list(range(len(vocab)))
+  assert tokenization.FullTokenizer(toy_vocab).convert_tokens_to_ids(["[PAD]", "want"]) == [0, 5]
+  assert _graph_ids(graph_tokenization.GraphTokenizer(toy_vocab), ["unwanted"]) == [[9, 6, 7]]
 
 
 def test_undecodable_bytes_are_dropped_like_the_originals_ignore(toy_vocab):

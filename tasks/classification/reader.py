@@ -6,10 +6,12 @@ original's `DataProcessor`s: `get_train_examples`, `get_dev_examples`, `get_test
 RTE, WNLI, STS-B (regression), MNLI mismatched and the generic `tsv`/`csv` reader are added here.
 
 Every example remembers the file and line it came from, so a missing column or an unknown label is
-reported as `train.tsv:17: ...`.
+reported as `train.tsv:17: ...`. A row with more or fewer fields than the file's first row (a tab
+inside a text shifts the label into another column) is an error too.
 """
 
 import dataclasses
+import math
 import os
 
 from data import delimited_files
@@ -112,7 +114,7 @@ class DataProcessor:
       raise file_patterns.InputError(f"task {self.name!r} has no {split} set")
     path = os.path.join(data_dir, layout.filename)
     examples = []
-    for line_number, row in delimited_files.read_rows(path):
+    for line_number, row in delimited_files.read_rows(path, same_width=True):
       if layout.header and line_number == 1:
         continue
       needs_label = layout.label is not None and layout.fixed_label is None
@@ -139,12 +141,20 @@ class DataProcessor:
   def _parse_label(self, text, path, line_number):
     label = self._label_map.get(text, text)
     if self.kind == classifier.REGRESSION:
-      try:
-        return float(label)
-      except ValueError:
-        raise file_patterns.InputError(
-            f"{path}:{line_number}: label {text!r} is not a number") from None
+      return _regression_label(label, path, line_number)
     return label
+
+
+def _regression_label(text, path, line_number):
+  """The number a regression label cell holds; an InputError naming the line for anything else,
+  "nan" and "inf" included (float() takes them, and one makes the whole loss NaN)."""
+  try:
+    value = float(text)
+  except ValueError:
+    value = math.nan
+  if not math.isfinite(value):
+    raise file_patterns.InputError(f"{path}:{line_number}: label {text!r} is not a number")
+  return value
 
 
 def _xnli_processor(language):
@@ -307,7 +317,8 @@ class GenericProcessor:
     path = os.path.join(data_dir, f"{split}.{self.name}")
     quotechar = '"' if self.name == "csv" else None
     examples, indices = [], None
-    for line_number, row in delimited_files.read_rows(path, self.delimiter, quotechar):
+    for line_number, row in delimited_files.read_rows(path, self.delimiter, quotechar,
+                                                      same_width=True):
       if indices is None:
         header = row if self.has_header else None
         indices = self._column_indices(header, path, labelled)
@@ -327,11 +338,7 @@ class GenericProcessor:
 
   def _parse_label(self, text, path, line_number):
     if self.kind == classifier.REGRESSION:
-      try:
-        return float(text)
-      except ValueError:
-        raise file_patterns.InputError(
-            f"{path}:{line_number}: label {text!r} is not a number") from None
+      return _regression_label(text, path, line_number)
     if self.kind == classifier.MULTI_LABEL:
       return tuple(sorted({part.strip() for part in text.split(self.label_separator)
                            if part.strip()}))

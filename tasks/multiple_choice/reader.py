@@ -16,9 +16,9 @@ the other examples, a label that is not a choice index.
 """
 
 import dataclasses
-import json
 import re
 
+from base import json_files
 from data import delimited_files
 from data import file_patterns
 from data import text_files
@@ -31,7 +31,8 @@ DEFAULT_FILES = {
     SWAG: {"train": "train.csv", "dev": "val.csv", "test": "test.csv"},
     JSONL: {"train": "train.jsonl", "dev": "dev.jsonl", "test": "test.jsonl"},
 }
-_ENDING = re.compile(r"ending(\d+)$")
+# A few ASCII digits: int() refuses runs of more than 4300 digits.
+_ENDING = re.compile(r"ending([0-9]{1,9})$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +55,9 @@ class MultipleChoiceExample:
 
 def _parse_label(value, num_choices, where):
   """A choice index from an int (JSON) or a string of digits (CSV); an InputError otherwise."""
-  if isinstance(value, str) and value.strip().isdigit():
+  # ASCII digits, and few: int() refuses the superscripts str.isdigit accepts ("1²") and runs of
+  # more than 4300 digits.
+  if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
     value = int(value)
   if isinstance(value, bool) or not isinstance(value, int):
     raise file_patterns.InputError(f"{where}: label {value!r} is not a choice index")
@@ -139,17 +142,16 @@ def _json_lines(path):
         if not line.strip():
           continue
         try:
-          record = json.loads(line.rstrip())
-        except json.JSONDecodeError as error:
+          record = json_files.loads(line.rstrip())
+        except json_files.MalformedJson as error:
+          where = f" at column {error.colno}" if error.colno is not None else ""
           raise file_patterns.InputError(
-              f"{path}:{line_number}: malformed JSON ({error.msg} at column {error.colno})"
-          ) from None
+              f"{path}:{line_number}: malformed JSON ({error.msg}{where})") from None
         if not isinstance(record, dict):
           raise file_patterns.InputError(f"{path}:{line_number}: expected a JSON object")
         yield line_number, record
-  except UnicodeDecodeError as error:
-    raise file_patterns.InputError(f"{path}: not UTF-8 text ({error.reason} at byte "
-                                   f"{error.start})") from None
+  except UnicodeDecodeError:
+    raise file_patterns.InputError(f"{path}: {text_files.undecodable_problem(path)}") from None
 
 
 def _read_swag_json(path, split, labelled):

@@ -14,6 +14,7 @@ import json
 from absl import logging
 import tensorflow as tf
 
+from base import json_files
 from data import file_patterns
 from data import text_files
 from data import tokenization
@@ -91,11 +92,14 @@ def load_dataset(path):
     raise file_patterns.InputError(f"{path}: no such file")
   try:
     with text_files.open_text(path, encoding="utf-8") as f:
-      dataset = json.load(f)
+      dataset = json_files.loads(f.read())
   except tf.errors.OpError as e:
     raise file_patterns.InputError(f"{path}: cannot read: {e.message}") from e
-  except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise file_patterns.InputError(f"{path}: not valid JSON: {e}") from e
+  except UnicodeDecodeError:
+    raise file_patterns.InputError(
+        f"{path}: not valid JSON: {text_files.undecodable_problem(path)}") from None
+  except json_files.MalformedJson as e:
+    raise file_patterns.InputError(f"{path}: not valid JSON: {e}") from None
   if not isinstance(dataset, dict):
     raise file_patterns.InputError(f"{path}: expected a JSON object with 'version' and 'data'")
   for key in ("version", "data"):
@@ -147,7 +151,9 @@ def _answer_span(path, qa, answer, context, doc_tokens, char_to_word_offset):
   end_position = char_to_word_offset[start + len(text) - 1]
   actual_text = " ".join(doc_tokens[start_position:end_position + 1])
   cleaned_answer_text = " ".join(tokenization.whitespace_tokenize(text))
-  if actual_text.find(cleaned_answer_text) == -1:
+  # An answer of whitespace alone is in no word: the original "found" its empty text and trained
+  # on the word before the whitespace (on word -1 before the first word).
+  if not cleaned_answer_text or actual_text.find(cleaned_answer_text) == -1:
     return None
   return text, start_position, end_position
 
