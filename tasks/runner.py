@@ -15,6 +15,7 @@ Usage, from Python (a script does the same with the config of its flags):
   result.metrics["f1"]
 """
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -246,19 +247,23 @@ def _run(config, spec, bert_config):
       spec.metric_names(config, inputs), spec.default_metric(config, inputs),
       spec.eval_data(config, inputs))
   tf.io.gfile.makedirs(config.output_dir)
-  label_list = spec.label_list(config, inputs)
-  if label_list is not None:
-    write_label_list(config.output_dir, label_list)
-  records = spec.write_records(config, inputs, tokenizer)
+  with _removed_on_failure(config.output_dir):
+    label_list = spec.label_list(config, inputs)
+    if label_list is not None:
+      write_label_list(config.output_dir, label_list)
+    records = spec.write_records(config, inputs, tokenizer)
 
-  num_train_steps, num_warmup_steps = train_steps(
-      config, spec.num_train_examples(inputs, records) if config.do_train else 0)
-  strategy = config.strategy()
-  dynamic_padding = dynamic_padding_of(config, strategy)
-  run_config = config.engine_run_config(num_train_steps, config.train_batch_size,
-                                        config.eval_steps_batch_size)
-  trainer = engine.Trainer(strategy, spec.make_task(config, bert_config, inputs),
-                           run_config, optimizer_fn(config, num_train_steps, num_warmup_steps))
+    num_train_steps, num_warmup_steps = train_steps(
+        config, spec.num_train_examples(inputs, records) if config.do_train else 0)
+    strategy = config.strategy()
+    dynamic_padding = dynamic_padding_of(config, strategy)
+    run_config = config.engine_run_config(num_train_steps, config.train_batch_size,
+                                          config.eval_steps_batch_size)
+    trainer = engine.Trainer(strategy, spec.make_task(config, bert_config, inputs),
+                             run_config, optimizer_fn(config, num_train_steps, num_warmup_steps))
+    # The weights are loaded here, before any training: a checkpoint damaged in a way only
+    # loading finds (a checksum) fails while the files above can still be taken back.
+    trainer.initialize()
   run_state = Run(trainer, records, spec, config, inputs, dynamic_padding)
 
   if config.do_train:
@@ -279,6 +284,21 @@ def _run(config, spec, bert_config):
                    metrics=engine.read_eval_results(config.output_dir),
                    record_files={split: record.path for split, record in records.items()},
                    export_path=export_path)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(output_dir):
+  """Removes the files that the block created in `output_dir` if it raises: a run that fails
+  before training leaves no label list or record file under a final name."""
+  before = set(tf.io.gfile.listdir(output_dir))
+  try:
+    yield
+  except BaseException:
+    for name in set(tf.io.gfile.listdir(output_dir)) - before:
+      path = os.path.join(output_dir, name)
+      if not tf.io.gfile.isdir(path):
+        tf.io.gfile.remove(path)
+    raise
 
 
 def dynamic_padding_of(config, strategy):

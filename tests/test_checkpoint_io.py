@@ -155,3 +155,24 @@ def test_a_truncated_init_checkpoint_stops_a_run_before_any_work(tiny_model, tmp
                       result.stderr.strip().splitlines()[-1])
   assert sorted(os.listdir(tmp_path)) == ["bert_model.ckpt.data-00000-of-00001",
                                           "bert_model.ckpt.index", "text.txt"]
+
+
+def test_a_checkpoint_that_fails_its_checksum_leaves_no_record_file(tiny_model, tmp_path):
+  vocab_file, config_file = tiny_model
+  encoder = encoder_lib.BertEncoder(bert_config.BertConfig.from_json_file(config_file))
+  prefix = checkpoint_io.write_checkpoint(str(tmp_path / "bert_model.ckpt"),
+                                          encoder.name_to_variable())
+  _damage(prefix, "data_byte_flipped")
+  output_dir = tmp_path / "out"
+  result = scripts.run_in_process(
+      "run_classifier.py", "--task_name=tsv", "--do_train", "--do_eval",
+      f"--data_dir={SAMPLES_DIR / 'classification'}", f"--output_dir={output_dir}",
+      f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--init_checkpoint={prefix}", "--max_seq_length=32",
+      "--distribution_strategy=one_device")
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1].startswith(
+      f"run_classifier.py: error: {prefix}: damaged or incomplete checkpoint (")
+  # The checksum is found when the weights are loaded, after the records were written: they
+  # are taken back.
+  assert not output_dir.exists() or sorted(os.listdir(output_dir)) == []

@@ -317,7 +317,7 @@ def test_resume_keeps_the_historys_best_when_best_json_names_a_worse_one(tmp_pat
      r"eval_history\.jsonl:2: expected a JSON object"),
     ("eval_history.jsonl", b"{\"step\": 10, \"metrics\": {\"m\": \"high\"}}\n",
      r"eval_history\.jsonl:1: 'm' must be a number"),
-    ("eval_history.jsonl", b"\xff\xfe", r"eval_history\.jsonl: not UTF-8"),
+    ("eval_history.jsonl", b"\xff\xfe", r"eval_history\.jsonl:1: not UTF-8"),
 ])
 def test_a_damaged_state_file_is_one_error_naming_it(tmp_path, name, content, message):
   (tmp_path / "best").mkdir()

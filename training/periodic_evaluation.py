@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from base import atomic_files
 from base import errors
+from base import json_files
 from modeling import checkpoint_io
 from training import checkpointing
 
@@ -92,15 +93,16 @@ def _read_json_lines(path):
   try:
     lines = content.decode("utf-8").splitlines()
   except UnicodeDecodeError as error:
-    raise EvaluationStateError(f"{path}: not UTF-8 ({error.reason} at byte {error.start}); "
-                               "delete it to start the record again") from None
+    line = content.count(b"\n", 0, error.start) + 1
+    raise EvaluationStateError(f"{path}:{line}: not UTF-8 ({error.reason} at byte "
+                               f"{error.start}); delete it to start the record again") from None
   entries = []
   for number, line in enumerate(lines, start=1):
     if not line.strip():
       continue
     try:
-      entry = json.loads(line)
-    except ValueError as error:
+      entry = json_files.loads(line)
+    except json_files.MalformedJson as error:
       raise EvaluationStateError(f"{path}:{number}: not JSON ({error}); delete the file to "
                                  "start the record again") from None
     entries.append((number, entry))
@@ -144,8 +146,8 @@ def _read_best_state(output_dir):
   with tf.io.gfile.GFile(path, "rb") as f:
     content = f.read()
   try:
-    state = json.loads(content.decode("utf-8"))
-  except ValueError as error:  # UnicodeDecodeError included
+    state = json_files.loads(content.decode("utf-8"))
+  except ValueError as error:  # UnicodeDecodeError and json_files.MalformedJson
     raise EvaluationStateError(f"{path}: not a JSON object ({error}); delete it to start the "
                                "record again") from None
   state = _checked(path, None, state, _BEST_FIELDS)
