@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import tempfile
+import threading
 import time
 
 from absl import logging
@@ -23,6 +24,12 @@ from base import atomic_files
 from base import errors
 
 LOCK_FILENAME = ".lock"
+# A live run rewrites its lock's heartbeat this often (a small write, even on gs://)...
+LEASE_RENEWAL_SECONDS = 30
+# ...and a lock not renewed for this long is another run's to take over, from any host: ten
+# renewals missed, far above a slow write or the clock skew between machines, and still short
+# beside the minutes a preempted machine takes to be replaced.
+LEASE_EXPIRY_SECONDS = 300
 
 
 class OutputLocationError(errors.UserError, ValueError):
@@ -82,15 +89,31 @@ def _check_can_create_in(flag_name, path, directory):
           f"--{flag_name}={path}: cannot create files in {ancestor} ({error.strerror})") from None
 
 
-def claim_output_dir(flag_name, path):
-  """Makes `path` this run's own until the process ends: refuses a directory that a running
-  process uses (its lock file names it), takes over the lock of a killed run, and removes the
-  temporaries killed runs left in it.
+def claim_output_dir(flag_name, path, renewal_seconds=LEASE_RENEWAL_SECONDS,
+                     expiry_seconds=LEASE_EXPIRY_SECONDS):
+  """Makes `path` this run's own until the process ends: refuses a directory that a live run
+  holds, takes over the lock of a killed run, and removes the temporaries killed runs left in it.
 
   Two runs on one directory would overwrite each other's record files and delete each other's
-  checkpoints. The lock is `<path>/.lock` (host, process id, start time); it is removed when the
-  process exits, with the directory if the claim created it and the run wrote nothing there. A lock of another machine cannot be checked: the message says to delete it when
-  that run is over.
+  checkpoints. The lock, `<path>/.lock`, is a lease: it names the host, the process id and the
+  start time, and holds a heartbeat (UTC epoch seconds) that a daemon thread rewrites every
+  `renewal_seconds` while the run lives. Another run takes the lock over
+
+  - at once, if the lock names a process of this host that no longer runs;
+  - from any host, once the heartbeat is more than `expiry_seconds` old: its holder is dead, or
+    stopped (a preempted machine whose output directory is on `gs://`), or cannot write any more.
+
+  A live lease of another host is refused. Hosts compare their own clocks with the heartbeat, so
+  the expiry must be well above the clock skew between them. A lock without a heartbeat (written
+  before leases) counts as renewed when last modified. The lock is removed when the claim is
+  released or the process exits, with the directory if the claim created it and the run wrote
+  nothing there.
+
+  Args:
+    flag_name: the flag that named `path`, for the messages.
+    path: the output directory.
+    renewal_seconds: seconds between two heartbeats.
+    expiry_seconds: age of a heartbeat after which another run takes the lease over.
 
   Returns:
     a function that releases the claim now (otherwise it is released when the process exits).
@@ -101,24 +124,16 @@ def claim_output_dir(flag_name, path):
   created = not tf.io.gfile.isdir(path)
   tf.io.gfile.makedirs(path)
   lock_path = os.path.join(path, LOCK_FILENAME)
-  host, pid = socket.gethostname(), os.getpid()
+  now = time.time()
+  lease = {"host": socket.gethostname(), "pid": os.getpid(), "started": _utc(now),
+           "heartbeat": now}
   holder = _read_lock(lock_path)
-  if holder and holder.get("pid") != pid:
-    if holder.get("host") != host:
-      raise OutputLocationError(
-          f"--{flag_name}={path} is in use by process {holder.get('pid')} on "
-          f"{holder.get('host')}; choose another --{flag_name}, or delete {lock_path} if that "
-          "run is over")
-    if atomic_files.process_exists(holder.get("pid", -1)):
-      raise OutputLocationError(
-          f"--{flag_name}={path} is in use by process {holder['pid']} (started "
-          f"{holder.get('started', '?')}); wait for it to end or choose another --{flag_name}")
-    logging.info("taking over %s from process %s, which no longer runs", lock_path,
-                 holder.get("pid"))
-  lock = {"host": host, "pid": pid, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-  with atomic_files.open_for_writing(lock_path) as f:
-    f.write(json.dumps(lock) + "\n")
-  release = functools.partial(_release_lock, lock_path, pid, path if created else None)
+  if holder and not _same_holder(holder, lease):
+    _check_can_take_over(flag_name, path, lock_path, holder, expiry_seconds)
+  _write_lock(lock_path, lease)
+  heartbeat = _Heartbeat(lock_path, lease, renewal_seconds)
+  release = functools.partial(_release_lock, lock_path, lease, heartbeat,
+                              path if created else None)
   atexit.register(release)
   atomic_files.remove_stale_temporaries(path)
 
@@ -143,20 +158,127 @@ def claimed_output_dir(flag_name, path, claim=True):
     release()
 
 
+
+
+def _check_can_take_over(flag_name, path, lock_path, holder, expiry_seconds):
+  """Returns if the lease `holder` (the lock's content, another run's) may be taken over, with a
+  log line saying why; raises `OutputLocationError` if its run may still be live."""
+  host, pid = holder.get("host"), holder.get("pid")
+  same_host = host == socket.gethostname()
+  if same_host and not _runs_here(pid):
+    logging.info("taking over %s from process %s, which no longer runs", lock_path, pid)
+    return
+  renewed = _last_renewal(lock_path, holder)
+  if time.time() - renewed > expiry_seconds:
+    logging.warning("taking over %s from process %s on %s: its lease was last renewed at %s, "
+                    "more than %d s ago", lock_path, pid, host, _utc(renewed), expiry_seconds)
+    return
+  if same_host:
+    raise OutputLocationError(
+        f"--{flag_name}={path} is in use by process {pid} (started "
+        f"{holder.get('started', '?')}); wait for it to end or choose another --{flag_name}")
+  raise OutputLocationError(
+      f"--{flag_name}={path} is in use by process {pid} on {host}, whose lease was last renewed "
+      f"at {_utc(renewed)} and expires at {_utc(renewed + expiry_seconds)} unless renewed; "
+      f"wait for that run to end or choose another --{flag_name}")
+
+
+def _runs_here(pid):
+  """True if `pid` (a lock's, so possibly malformed) is a process running on this machine."""
+  # Not a positive int: os.kill would signal a process group, or every process, and succeed.
+  return isinstance(pid, int) and pid > 0 and atomic_files.process_exists(pid)
+
+
+def _last_renewal(lock_path, holder):
+  """When the lease `holder` read from `lock_path` was last renewed, in UTC epoch seconds."""
+  heartbeat = holder.get("heartbeat")
+  if isinstance(heartbeat, (int, float)):
+    return heartbeat
+  # A lock written before leases: its last write is its only sign of life.
+  try:
+    return tf.io.gfile.stat(lock_path).mtime_nsec / 1e9
+  except tf.errors.NotFoundError:  # released since it was read
+    return 0
+
+
+def _same_holder(holder, lease):
+  """True if the lock content `holder` names the run of `lease`: process ids repeat across
+  hosts (a container's first process is 1 on every machine), so the host must match too."""
+  return (holder.get("host"), holder.get("pid")) == (lease["host"], lease["pid"])
+
+
+def _utc(seconds):
+  """Epoch seconds as a time that reads the same on every host."""
+  return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+class _Heartbeat:
+  """Renews a lease: rewrites its lock with the time every `renewal_seconds`, in a daemon thread,
+  until `stop()`, or until the lock no longer names this run (another run took an expired lease
+  over, or a person deleted the lock: renewing would take the directory back from under it)."""
+
+  def __init__(self, lock_path, lease, renewal_seconds):
+    self._lock_path = lock_path
+    self._lease = lease
+    self._renewal_seconds = renewal_seconds
+    self._stopped = threading.Event()
+    self._thread = threading.Thread(target=self._run, name=f"lease of {lock_path}", daemon=True)
+    self._thread.start()
+
+  def _run(self):
+    while not self._stopped.wait(self._renewal_seconds) and self._renew():
+      pass
+
+  def _renew(self):
+    """Renews the lease once; returns False when it is no longer this run's."""
+    try:
+      holder = _read_lock(self._lock_path)
+      if holder == {}:  # a failed read, or one racing a rename: tried again at the next renewal
+        return True
+      if holder is None or not _same_holder(holder, self._lease):
+        logging.error("stopped renewing the lease %s: %s", self._lock_path,
+                      f"it names process {holder.get('pid')} on {holder.get('host')} now"
+                      if holder else "it was deleted")
+        return False
+      _write_lock(self._lock_path, dict(self._lease, heartbeat=time.time()))
+    # Any error: a failed heartbeat must not end the run (in this daemon thread it would only end
+    # the renewals), and the next one may succeed (a network file system back up, space freed).
+    except Exception as error:  # pylint: disable=broad-except
+      logging.warning("could not renew the lease %s (%s); trying again in %s s",
+                      self._lock_path, error, self._renewal_seconds)
+    return True
+
+  def stop(self):
+    """Stops the renewals, waiting for one under way (which could otherwise rewrite the lock
+    after its release removed it)."""
+    self._stopped.set()
+    self._thread.join()
+
+
 def _read_lock(lock_path):
+  """The lock's content: None if there is none, {} if it cannot be read as a JSON object."""
   try:
     with tf.io.gfile.GFile(lock_path, "rb") as f:
-      return json.loads(f.read().decode("utf-8"))
+      holder = json.loads(f.read().decode("utf-8"))
   except tf.errors.NotFoundError:
     return None
   except (tf.errors.OpError, ValueError):
     return {}
+  return holder if isinstance(holder, dict) else {}
 
 
-def _release_lock(lock_path, pid, created_directory):
-  """Removes this process's lock, and the directory the claim created if nothing else was
-  written in it (a run that failed before any work leaves nothing)."""
-  if (_read_lock(lock_path) or {}).get("pid") == pid:
+def _write_lock(lock_path, lease):
+  """Writes the lock whole or not at all: a reader on any host never sees half a lease."""
+  with atomic_files.open_for_writing(lock_path) as f:
+    f.write(json.dumps(lease) + "\n")
+
+
+def _release_lock(lock_path, lease, heartbeat, created_directory):
+  """Stops the lease's renewals and removes its lock if it still names this run, and the
+  directory the claim created if nothing else was written in it (a run that failed before any
+  work leaves nothing)."""
+  heartbeat.stop()
+  if _same_holder(_read_lock(lock_path) or {}, lease):
     tf.io.gfile.remove(lock_path)
   if created_directory and not tf.io.gfile.listdir(created_directory):
     tf.io.gfile.rmtree(created_directory)

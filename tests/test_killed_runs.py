@@ -88,9 +88,11 @@ def test_a_second_run_on_a_busy_output_dir_is_refused_and_a_dead_runs_lock_taken
   lock.write_text(json.dumps({"host": "another-machine", "pid": 1}))
   remote = _run_toy(tmp_path, f"--input_file={data}", f"--output_dir={output_dir}")
   assert remote.returncode == 1
-  assert remote.stderr.strip().splitlines()[-1].endswith(
-      f"is in use by process 1 on another-machine; choose another --output_dir, or delete "
-      f"{lock} if that run is over")
+  # Written just now and without a heartbeat: a lease renewed when the lock was last written.
+  message = remote.stderr.strip().splitlines()[-1]
+  assert "is in use by process 1 on another-machine, whose lease was last renewed at " in message
+  assert message.endswith("unless renewed; wait for that run to end or choose another "
+                          "--output_dir")
 
 
 @pytest.mark.slow
