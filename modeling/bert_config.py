@@ -106,8 +106,11 @@ class BertConfig:
     known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
     kwargs = {k: v for k, v in json_object.items() if k in known}
     extra = {k: v for k, v in json_object.items() if k not in known}
-    for key in set(extra) - RELEASED_EXTRA_KEYS:
-      close = difflib.get_close_matches(key, known - set(kwargs), n=1, cutoff=0.8)
+    for key in sorted(set(extra) - RELEASED_EXTRA_KEYS):
+      close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+      if close and close[0] in kwargs:
+        raise ConfigError(f"{source}: unknown key {key!r} beside {close[0]!r}: a misspelt "
+                          f"duplicate? (one of them holds a value that would be ignored)")
       if close:
         raise ConfigError(f"{source}: unknown key {key!r}; did you mean {close[0]!r}? (without "
                           f"it the default {close[0]} is used)")

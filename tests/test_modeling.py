@@ -88,6 +88,8 @@ def test_config_defaults_and_json_round_trip(tmp_path):
      "byte 18)"),
     ('{"vocab_size": 10, "num_hiden_layers": 2}',
      "unknown key 'num_hiden_layers'; did you mean 'num_hidden_layers'?"),
+    ('{"vocab_size": 10, "num_hidden_layers": 12, "num_hiden_layers": 2}',
+     "unknown key 'num_hiden_layers' beside 'num_hidden_layers': a misspelt duplicate?"),
 ])
 def test_config_errors_name_the_file_and_the_problem(tmp_path, content, message):
   path = tmp_path / "bert_config.json"

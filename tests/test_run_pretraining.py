@@ -26,7 +26,7 @@ TINY_CONFIG = {"vocab_size": VOCAB_SIZE, "hidden_size": 32, "num_hidden_layers":
                "max_position_embeddings": 64, "type_vocab_size": 2}
 
 
-def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
+def run_pretraining(tmp_path, *extra_flags, config=None, records=None, run=scripts.run_script):
   config_path = tmp_path / "bert_config.json"
   config_path.write_text(json.dumps(config or TINY_CONFIG))
   records = records or write_records(tmp_path / "data.tfrecord")
@@ -35,7 +35,7 @@ def run_pretraining(tmp_path, *extra_flags, config=None, records=None):
            f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--train_batch_size=16",
            "--eval_batch_size=16", "--learning_rate=1e-3", "--num_warmup_steps=5",
            "--distribution_strategy=one_device", *extra_flags]
-  return scripts.run_script("run_pretraining.py", *flags)
+  return run("run_pretraining.py", *flags)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,7 @@ def test_losses_fall_and_checkpoints_carry_the_original_names(trained):
                     "--max_predictions_per_seq=7"),
     ("position_table", "--max_seq_length=32 exceeds max_position_embeddings 16"),
     ("vocab", "has input_ids id"),
+    ("segments", "has segment_ids id 1, but the config's type_vocab_size is 1"),
     ("empty_glob", "matches no file"),
     ("no_task", "at least one of --do_train or --do_eval must be true"),
     ("learning_rate", "--learning_rate must be positive, got -0.001"),
@@ -92,13 +93,16 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected)
     config["max_position_embeddings"] = 16
   elif case == "vocab":
     config["vocab_size"] = 50
+  elif case == "segments":
+    config["type_vocab_size"] = 1
   elif case == "empty_glob":
     records = tmp_path / "nothing-*.tfrecord"
   elif case == "learning_rate":
     flags.append("--learning_rate=-1e-3")
   else:
     flags = []
-  result = run_pretraining(tmp_path, *flags, config=config, records=records)
+  result = run_pretraining(tmp_path, *flags, config=config, records=records,
+                           run=scripts.run_in_process)
   assert result.returncode == 1
   assert "Traceback" not in result.stderr
   last_line = result.stderr.strip().splitlines()[-1]

@@ -88,8 +88,8 @@ def _run(config, bert_config):
   train_input_fn, files = records_input_fn(config, config.input_file, "input_file", train_layout,
                                            packed, config.train_batch_size, is_training=True,
                                            seed=config.seed)
-  task.check_ids_within_vocab(
-      files[0], bert_config.vocab_size,
+  task.check_ids_within_config(
+      files[0], bert_config,
       compression_type=input_pipeline.COMPRESSION_TYPES[config.input_compression])
   logging.info("%d input file(s), e.g. %s%s", len(files), files[0],
                f"; packed rows of up to {train_layout.max_sequences_per_pack} instances"

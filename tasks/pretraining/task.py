@@ -157,28 +157,36 @@ class PretrainingTask(task_lib.Task):
     return total_loss, losses.pretraining_metrics(outputs, features)
 
 
-def check_ids_within_vocab(path, vocab_size, max_records=1000, compression_type=None):
-  """Fails before training if the first records hold ids the embedding table cannot look up.
+def check_ids_within_config(path, bert_config, max_records=1000, compression_type=None):
+  """Fails before training if the first records hold ids the embedding tables cannot look up.
 
   The original silently produced NaNs when `vocab_size` in the config was smaller than the
-  vocabulary the data was made with (an out-of-range gather returns zeros on accelerators).
+  vocabulary the data was made with (an out-of-range gather returns zeros on accelerators); the
+  same holds for segment ids beyond `type_vocab_size`.
 
   Args:
     path: a pretraining TFRecord file.
-    vocab_size: the config's `vocab_size`.
+    bert_config: the model's `BertConfig` (`vocab_size`, `type_vocab_size`).
     max_records: records checked.
     compression_type: None or "GZIP".
 
   Raises:
     file_patterns.InputError: naming the file, the record and the id.
   """
+  limits = {"input_ids": ("vocab_size", bert_config.vocab_size,
+                          "the bert_config.json of the vocab the data was made with"),
+            "masked_lm_ids": ("vocab_size", bert_config.vocab_size,
+                              "the bert_config.json of the vocab the data was made with"),
+            "segment_ids": ("type_vocab_size", bert_config.type_vocab_size,
+                            "a bert_config.json with type_vocab_size 2 or more")}
   dataset = tf.data.TFRecordDataset(path, compression_type=compression_type).take(max_records)
-  spec = {name: tf.io.VarLenFeature(tf.int64) for name in ("input_ids", "masked_lm_ids")}
+  spec = {name: tf.io.VarLenFeature(tf.int64) for name in limits}
   for index, serialized in enumerate(dataset):
     example = tf.io.parse_single_example(serialized, spec)
     for name, ids in example.items():
       largest = int(np.max(ids.values.numpy(), initial=0))
-      if largest >= vocab_size:
+      key, limit, remedy = limits[name]
+      if largest >= limit:
         raise file_patterns.InputError(
-            f"{path}: record {index} has {name} id {largest}, but the config's vocab_size is "
-            f"{vocab_size}; use the bert_config.json of the vocab the data was made with")
+            f"{path}: record {index} has {name} id {largest}, but the config's {key} is "
+            f"{limit}; use {remedy}")
