@@ -2,8 +2,13 @@
 
 import collections
 import json
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -200,6 +205,75 @@ def test_a_failing_worker_leaves_neither_output_nor_part_files(tmp_path, sample_
   assert list(tmp_path.glob("out.tfrecord*")) == []
   assert list(temp.iterdir()) == []
 
+
+# Workers forked as by the script, each noting its pid in argv[5]; the worker given shard 2 sends
+# the signal argv[6] to the main process, then blocks (a worker mid-shard).
+SIGNALLED_PARENT = """
+import os
+import signal
+import sys
+import tempfile
+import time
+from tasks.pretraining import processes
+from tasks.pretraining import writer
+tempfile.tempdir = sys.argv[4]
+process_shard = writer.process_shard
+def signal_parent_at_shard_2(shard_index, *arguments):
+  open(os.path.join(sys.argv[5], str(os.getpid())), "w").close()
+  if shard_index == 2:
+    os.kill(os.getppid(), getattr(signal, sys.argv[6]))
+    time.sleep(60)
+  return process_shard(shard_index, *arguments)
+writer.process_shard = signal_parent_at_shard_2
+settings = writer.Settings(vocab_file=sys.argv[3], do_lower_case=True, max_seq_length=64,
+                           max_predictions_per_seq=10, random_seed=12345, dupe_factor=2,
+                           masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+try:
+  writer.write_pretraining_data([sys.argv[1]], [sys.argv[2]], settings, num_workers=2,
+                                shard_documents=3, start_method="fork")
+except processes.TerminatedError as error:
+  print(f"raised TerminatedError: {error}")
+"""
+
+
+def _alive(pid):
+  """True if `pid` runs (a zombie, an ended process its new parent has not reaped, does not)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except FileNotFoundError:
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_workers_end_with_a_signalled_main_process(tmp_path, sample_vocab, signal_name):
+  temp, pids = tmp_path / "tmp", tmp_path / "pids"
+  temp.mkdir()
+  pids.mkdir()
+  output, stdout = tmp_path / "out.tfrecord", tmp_path / "stdout.txt"
+  # To files, not pipes: orphaned workers would hold a pipe open, and the run seem to last.
+  with open(stdout, "w") as out, open(tmp_path / "stderr.txt", "w") as err:
+    returncode = subprocess.run(
+        [sys.executable, "-c", SIGNALLED_PARENT, *map(str, (
+            SAMPLES_DIR / "sample_corpus.txt", output, sample_vocab, temp, pids, signal_name))],
+        stdout=out, stderr=err, cwd=REPO_ROOT, timeout=120, check=False).returncode
+  workers = [int(p.name) for p in pids.iterdir()]
+  deadline = time.monotonic() + 5
+  while any(map(_alive, workers)) and time.monotonic() < deadline:
+    time.sleep(0.05)
+  left = [pid for pid in workers if _alive(pid)]
+  for pid in left:  # not to outlive the test
+    os.kill(pid, signal.SIGKILL)
+  assert len(workers) == 2 and not left
+  if signal_name == "SIGTERM":
+    assert returncode == 0, (tmp_path / "stderr.txt").read_text()[-3000:]
+    assert stdout.read_text().strip().splitlines()[-1] == (
+        "raised TerminatedError: stopped by SIGTERM: nothing written, no temporary left")
+    assert list(tmp_path.glob("out.tfrecord*")) == []
+    assert list(temp.iterdir()) == []
+  else:  # its temporaries are the next run's to remove (test_killed_runs.py)
+    assert returncode == -9
 
 def test_gzip_output_reads_back_with_gzip(tmp_path, sample_vocab):
   output = create(tmp_path, sample_vocab, "--gzip")[0]

@@ -73,8 +73,9 @@ def run(config, fork_workers=False):
     the `DataResult`.
 
   Raises:
-    errors.UserError: a flag, file or Beam option the run cannot use, or input without a
-      document.
+    errors.UserError: a flag, file or Beam option the run cannot use, input without a
+      document, or, with local workers, a SIGTERM, SIGINT or SIGHUP (the workers ended, no
+      temporary left).
   """
   config.validate()
   beam_options = config.beam_options()

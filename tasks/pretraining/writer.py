@@ -45,6 +45,7 @@ from tasks.pretraining import instances as instances_lib
 from tasks.pretraining import layout
 from tasks.pretraining import masking
 from tasks.pretraining import packing
+from tasks.pretraining import processes
 
 # Lines per call of the in-graph tokenizer.
 _TOKENIZE_BATCH_LINES = 2048
@@ -306,8 +307,10 @@ def _shard_results(executor, num_workers, jobs):
     yield result(pending), num_bytes
 
 
-def _start_worker(num_workers):
-  """Sets up a worker process: its share of the cores, and memory kept for reuse."""
+def _start_worker(num_workers, parent_pid):
+  """Sets up a worker process: its end with the main process `parent_pid`, its share of the
+  cores, and memory kept for reuse."""
+  processes.die_with_parent(parent_pid)
   _share_the_cores(num_workers)
   _keep_freed_memory()
 
@@ -443,7 +446,10 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
 
   Outputs are written under temporary names and renamed only when every shard succeeded, so an
   interrupted run leaves nothing that looks complete. `stats_path(output_files[0])` gets the
-  statistics.
+  statistics. The workers end with this process, however it ends; called in the main thread, a
+  SIGTERM, SIGINT or SIGHUP before the outputs are renamed ends the workers, removes the
+  temporaries and raises `processes.TerminatedError` (after, it is held until the statistics are
+  written, then sent again).
 
   Args:
     input_files: text files in the original format.
@@ -466,7 +472,16 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
 
   Raises:
     NoDocumentsError: nothing to create instances from.
+    processes.TerminatedError: a termination signal ended the run.
   """
+  with processes.TerminationSignals() as signals:
+    return _write_pretraining_data(input_files, output_files, settings, num_workers,
+                                   shard_documents, compression_type, start_method, signals)
+
+
+def _write_pretraining_data(input_files, output_files, settings, num_workers, shard_documents,
+                            compression_type, start_method, signals):
+  """`write_pretraining_data`, with its `processes.TerminationSignals`."""
   start = time.monotonic()
   decode_stats = text_files.DecodeStats()
   total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
@@ -485,7 +500,7 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
     if num_workers > 1:
       executor = concurrent.futures.ProcessPoolExecutor(
           num_workers, mp_context=multiprocessing.get_context(start_method),
-          initializer=_start_worker, initargs=(num_workers,))
+          initializer=_start_worker, initargs=(num_workers, os.getpid()))
     outputs = [tf.io.gfile.GFile(path, "wb") for path in temp_paths]
     jobs = (((index, documents, settings, len(outputs), compression_type, parts_directory),
              num_bytes)
@@ -514,9 +529,13 @@ def write_pretraining_data(input_files, output_files, settings, num_workers=1,
       output.close()
     if not counts["instances"]:
       raise NoDocumentsError(len(input_files), decode_stats.lines)
+    # The outputs are complete: a signal from now on ends the process once they are renamed and
+    # their statistics written.
+    signals.hold()
     for temp_path, path in zip(temp_paths, output_files):
       tf.io.gfile.rename(temp_path, path, overwrite=True)
   finally:
+    signals.hold()  # the cleanup must complete
     if executor is not None:
       # A failed run ends its workers at once instead of waiting for their shards.
       executor.shutdown(wait=False, cancel_futures=True)
