@@ -21,12 +21,13 @@ class ConfigError(UserError, ValueError):
 
 
 class StoppedBySignal(Exception):
-  """A run stopped on a termination signal after saving what it needs to resume. `base.cli`
+  """A run stopped on a termination signal, having saved what it needs to resume (training) or
+  taken back what it had written (data creation). `base.cli`
   prints the message as one line and exits with 128 + the signal's number, the status of a
   process the signal ended, so that a job scheduler sees the run as interrupted, not failed.
 
   Args:
-    message: what was saved and how to resume.
+    message: what was saved and how to resume, or what was left.
     signal_number: the signal received, e.g. `signal.SIGTERM`.
   """
 

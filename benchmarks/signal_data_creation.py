@@ -3,11 +3,12 @@ it, and does it leave no temporary behind?
 
 For each trial the script runs with `--num_workers` workers in a new session (so that its workers,
 which share the session's process group, can be found after it ends) and its own `TMPDIR` (where
-the workers' part files go), and the signal is sent to the main process alone once its workers have started, after a further
-delay drawn uniformly over the time an uninterrupted run spends from its workers' start to its end
-(shards in flight, the last shards, the final renames and the exit are all hit; before the
-workers start, there is nothing to leave). A trial passes if, within `--grace_seconds` of the main process ending, no
-process of its group is left alive and, for SIGTERM and SIGINT, no temporary is left: no part
+the workers' part files go), and the signal is sent to the main process alone once its workers
+have started, after a further delay drawn uniformly over the time an uninterrupted run spends
+from its workers' start to its end (shards in flight, the last shards, the final renames and the
+exit are all hit; before the workers start, there is nothing to leave). A trial passes if, within
+`--grace_seconds` of the main process ending, no process of its group is left alive and, for
+SIGTERM and SIGINT, no temporary is left: no part
 directory in `TMPDIR` and no `<output>.tmp-<pid>`. A SIGKILL cannot be handled: its temporaries
 are the next run's to remove (`tests/test_killed_runs.py`), so only the processes count there.
 

@@ -26,12 +26,13 @@ _PR_SET_PDEATHSIG = 1
 _ORPHAN_CHECK_SECONDS = 1.0
 
 
-class TerminatedError(errors.UserError, RuntimeError):
-  """A termination signal ended the run before it completed."""
+class TerminatedError(errors.StoppedBySignal):
+  """A termination signal ended the run before it completed (exit status 128 + the signal, as
+  a training run that `training.preemption` stops)."""
 
   def __init__(self, signum):
     super().__init__(f"stopped by {signal.Signals(signum).name}: nothing written, no temporary "
-                     "left")
+                     "left", signum)
 
 
 def die_with_parent(parent_pid):
