@@ -20,6 +20,7 @@ Example:
 
 import dataclasses
 import functools
+import math
 import sys
 
 from absl import flags
@@ -155,10 +156,13 @@ class FlagConfig:
 
   def validate(self):
     """Raises `errors.UserError` for the first value the run cannot use; subclasses extend it.
-    Nothing is written. Here: the flags' lower bounds (which the command line's parser checks
-    already)."""
+    Nothing is written. Here: float flags must be finite (absl parses "nan" and "inf", which
+    pass every comparison-based range check), and the flags' lower bounds (which the command
+    line's parser checks already)."""
     for field in self.flag_fields():
       bound = field.metadata["flag"].lower_bound
       value = getattr(self, field.name)
+      if isinstance(value, float) and not math.isfinite(value):
+        raise errors.UsageError(f"--{field.name}={value}: must be a finite number")
       if bound is not None and value is not None and value < bound:
         raise errors.UsageError(f"--{field.name}={value}: must be at least {bound}")

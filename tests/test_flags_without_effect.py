@@ -1,5 +1,6 @@
 """A flag given on the command line that the run's other flags leave without effect is named in a
-warning, before any work; flags that contradict each other are one-line errors."""
+warning, before any work; flags that contradict each other, and values that are not finite, are
+one-line errors."""
 
 import logging
 
@@ -81,3 +82,20 @@ def test_data_creation_shards_of_a_list_of_outputs_is_an_error(tmp_path, tiny_mo
       *common, f"--output_file={tmp_path}/a.tfrecord", "--max_sequences_per_pack=4")
   assert _warnings(caplog, config) == [
       "--max_sequences_per_pack has no effect without --pack_sequences"]
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--learning_rate=nan", "--learning_rate must be positive, got nan"),
+    ("--warmup_proportion=nan", "--warmup_proportion must be in [0, 1], got nan"),
+    ("--log_every_seconds=nan", "--log_every_seconds=nan: must be a finite number"),
+    ("--preemption_grace_seconds=inf", "--preemption_grace_seconds=inf: must be a finite number"),
+])
+def test_values_that_are_not_finite_are_refused(tmp_path, tiny_model, flag, message):
+  vocab_file, config_file = tiny_model
+  config = ClassificationConfig.from_args(
+      "--task_name=tsv", f"--data_dir={SAMPLES_DIR / 'classification'}",
+      f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--output_dir={tmp_path}", "--do_train", "--max_seq_length=32", flag)
+  with pytest.raises(errors.UsageError) as error:
+    config.validate()
+  assert str(error.value) == message

@@ -170,7 +170,7 @@ def check_positive(run_config, names):
   positive."""
   for name in names:
     value = getattr(run_config, name)
-    if value is not None and value <= 0:
+    if value is not None and not value > 0:  # NaN too
       raise errors.UsageError(f"--{name} must be positive, got {value}")
 
 
