@@ -67,6 +67,13 @@ def test_pieces_cut_at_shard_boundaries_make_the_local_shards(tmp_path, shard_do
      "--project=x: Apache Beam pipeline options are taken only with --runner"),
     (["--runner=FnApiRunner", "--direct_num_workers=two"],
      "argument --direct_num_workers: invalid int value: 'two'"),
+    # Beam's own tracebacks once: a ValueError when the pipeline was built, an IndexError in
+    # the direct runner, and the missing Dataflow options when it was built.
+    (["--runner=NoSuchRunner"], "--runner=NoSuchRunner: Unexpected pipeline runner"),
+    (["--runner=DirectRunner", "--direct_num_workers=-3"],
+     "--direct_num_workers=-3: must be 0 \\(every core\\) or more"),
+    (["--runner=DataflowRunner", "--project=my-project"],
+     "for --runner=DataflowRunner: Missing GCS path option: temp_location"),
 ])
 def test_pipeline_options_that_cannot_work_are_one_line_errors(args, expected):
   with pytest.raises(beam_lib.PipelineOptionsError, match=expected):
@@ -75,10 +82,10 @@ def test_pipeline_options_that_cannot_work_are_one_line_errors(args, expected):
 
 def test_pipeline_options_keep_what_beam_defines():
   options = beam_lib.pipeline_options_from_args(
-      ["--runner", "DataflowRunner", "--project=p", "--region", "r",
+      ["--runner", "DataflowRunner", "--project=my-project", "--region", "europe-west4",
        "--temp_location=gs://bucket/tmp"]).get_all_options()
   assert (options["runner"], options["project"], options["region"], options["temp_location"]) == (
-      "DataflowRunner", "p", "r", "gs://bucket/tmp")
+      "DataflowRunner", "my-project", "europe-west4", "gs://bucket/tmp")
 
 
 def test_an_input_that_cannot_be_read_is_named(tmp_path, monkeypatch):

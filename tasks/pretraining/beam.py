@@ -22,6 +22,8 @@ import time
 
 import apache_beam as beam
 from apache_beam.options import pipeline_options
+from apache_beam.options import pipeline_options_validator
+from apache_beam.runners import runner as beam_runner
 import tensorflow as tf
 
 from base import atomic_files
@@ -49,7 +51,8 @@ def pipeline_options_from_args(args):
 
   Raises:
     PipelineOptionsError: an argument Beam does not know either (Beam itself would only warn and
-      drop it), or options without `--runner`.
+      drop it), options without `--runner`, an unknown runner, or options the runner's own
+      validation refuses (Dataflow without --project, --region, --temp_location, ...).
   """
   # The parser Beam fills with every PipelineOptions subclass's options, as `get_all_options`
   # does, but whose leftovers are an error here instead of a warning.
@@ -69,7 +72,20 @@ def pipeline_options_from_args(args):
     raise PipelineOptionsError(
         f"{args[0]}: Apache Beam pipeline options are taken only with --runner "
         "(e.g. --runner=DirectRunner); without it, leave them out")
-  return pipeline_options.PipelineOptions(args)
+  if (getattr(known, "direct_num_workers", None) or 0) < 0:
+    raise PipelineOptionsError(f"--direct_num_workers={known.direct_num_workers}: must be 0 "
+                               "(every core) or more")
+  try:
+    runner = beam_runner.create_runner(known.runner)
+  except (ValueError, ImportError) as error:
+    raise PipelineOptionsError(f"--runner={known.runner}: {error}") from None
+  options = pipeline_options.PipelineOptions(args)
+  # The checks `beam.Pipeline` makes when it is built, here before any work, in one line.
+  problems = pipeline_options_validator.PipelineOptionsValidator(options, runner).validate()
+  if problems:
+    raise PipelineOptionsError(f"Apache Beam pipeline options for --runner={known.runner}: "
+                               + " ".join(problems))
+  return options
 
 
 def _count_documents(input_file):
