@@ -1,10 +1,10 @@
 r"""Kill runs at random moments, then resume: does every run reach its final step with readable
 checkpoints, a best checkpoint that agrees with its history, and nothing left behind?
 
-For each trial a run starts in a fresh --output_dir and gets --signal after a random delay (uniform
-over the length of an uninterrupted run, so start-up, record writing, training, evaluations,
-checkpoint and best-checkpoint writes and the final export are all hit), then the same command
-runs again to the end. A trial passes if the second run exits 0 and the directory is sound: its
+For each trial a run starts in a fresh --output_dir and gets --signal after a random delay from the
+start of training (uniform over that part of an uninterrupted run, so training, evaluations,
+checkpoint and best-checkpoint writes and the final export are all hit; --nofrom_training draws
+it over the whole run, start-up included), then the same command runs again to the end. A trial passes if the second run exits 0 and the directory is sound: its
 latest checkpoint is the final step (or the early-stopping step), every checkpoint index in it and
 in `best/` has its data and reads completely, no more than --keep_checkpoint_max are kept, no
 temporary or lock file is left, and with evaluation while training, `best/` holds exactly the
@@ -52,6 +52,9 @@ flags.DEFINE_enum("signal", "KILL", ["KILL", "TERM"], "The signal sent.")
 flags.DEFINE_list("tasks", ["pretraining", "classifier", "squad"], "The tasks to run.")
 flags.DEFINE_float("grace_seconds", 30.0, "--preemption_grace_seconds of the runs.")
 flags.DEFINE_integer("seed", 0, "Seed of the delays.")
+flags.DEFINE_bool("from_training", True, "Draw the delays over the time from the start of "
+                  "training to the end (checkpoints, evaluations, best-checkpoint writes, the "
+                  "export); --nofrom_training draws them over the whole run, start-up included.")
 flags.DEFINE_string("work_dir", None, "Scratch directory (default: a new temporary one).")
 
 SAMPLES = REPO_ROOT / "samples"
@@ -186,16 +189,35 @@ def _check(out, task):
   return problems
 
 
-def _signal_run(command, delay):
-  """Starts `command`, sends FLAGS.signal after `delay` seconds.
+def _training_started(out):
+  """Whether the run in `out` has started training (its TensorBoard events file appears when the
+  training loop is set up, with the SIGTERM handler)."""
+  return out.is_dir() and any(out.glob("events.out.tfevents.*"))
+
+
+def _start_and_wait_for_training(command, out, stderr):
+  """Starts `command`; returns `(process, seconds to the start of training)`, the seconds None
+  if the process ended first."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  start = time.monotonic()
+  process = subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+  while process.poll() is None:
+    if not FLAGS.from_training or _training_started(out):
+      return process, time.monotonic() - start
+    time.sleep(0.05)
+  return process, None
+
+
+def _signal_run(command, out, delay):
+  """Starts `command`, sends FLAGS.signal `delay` seconds after training started (after the
+  start with --nofrom_training).
 
   Returns:
     (what happened, exit status, seconds from the signal to the exit, stderr).
   """
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   with tempfile.TemporaryFile("w+") as stderr:
-    process = subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    process, _ = _start_and_wait_for_training(command, out, stderr)
     try:
       process.wait(timeout=delay)
       return "finished first", process.returncode, 0.0, ""
@@ -246,16 +268,22 @@ def main(argv):
     task = tasks[name]
     baseline_dir = work / f"{name}-baseline"
     start = time.monotonic()
-    result = _run(task.command(baseline_dir))
+    with tempfile.TemporaryFile("w+") as stderr:
+      process, setup_seconds = _start_and_wait_for_training(task.command(baseline_dir),
+                                                            baseline_dir, stderr)
+      process.wait()
+      stderr.seek(0)
+      assert process.returncode == 0, stderr.read()[-2000:]
     run_seconds = time.monotonic() - start
-    assert result.returncode == 0, result.stderr[-2000:]
+    # Signals are drawn over what follows the start of training (or the whole run).
+    window_seconds = run_seconds - setup_seconds
     if task.final_step is None:
       task.final_step = int(tf.train.latest_checkpoint(str(baseline_dir)).rsplit("-", 1)[1])
     passed = 0
     for trial in range(FLAGS.trials):
       out = work / f"{name}-{trial}"
-      delay = rng.uniform(0.5, run_seconds)
-      happened, status, exit_seconds, stderr = _signal_run(task.command(out), delay)
+      delay = rng.uniform(0.0 if FLAGS.from_training else 0.5, window_seconds)
+      happened, status, exit_seconds, stderr = _signal_run(task.command(out), out, delay)
       latest = tf.train.latest_checkpoint(str(out)) if out.exists() else None
       state = (happened if happened == "finished first" else
                os.path.basename(latest) if latest else "no checkpoint")
@@ -273,7 +301,8 @@ def main(argv):
       shutil.rmtree(out, ignore_errors=True)
     totals[name] = passed
     print(f"{name}: {passed}/{FLAGS.trials} trials resumed to step {task.final_step} cleanly "
-          f"(an uninterrupted run: {run_seconds:.1f} s)", flush=True)
+          f"(an uninterrupted run: {run_seconds:.1f} s, {window_seconds:.1f} s of them "
+          f"{'from the start of training' if FLAGS.from_training else 'in all'})", flush=True)
   if not FLAGS.work_dir:
     shutil.rmtree(work, ignore_errors=True)
   return 0 if all(passed == FLAGS.trials for passed in totals.values()) else 1
