@@ -281,33 +281,33 @@ def _jsonl(records):
   return b"".join(json.dumps(record).encode() + b"\n" for record in records)
 
 
+def _read_choices(fuzz_dir, name, data, form, labelled):
+  """Writes `data` as `name` and reads it as multiple-choice examples of `form`."""
+  path = fuzz_dir / name
+  path.write_bytes(data)
+  _read_or_refuse(lambda: multiple_choice_reader.read_examples(form, str(path), "train",
+                                                               labelled),
+                  path, line_numbers=True)
+
+
 @FUZZ
 @hypothesis.given(data=_inputs([_jsonl(_CHOICES)], _CHOICES, json_lines=True),
                   labelled=st.booleans())
 def test_multiple_choice_json_lines(fuzz_dir, data, labelled):
-  path = fuzz_dir / "train.jsonl"
-  path.write_bytes(data)
-  _read_or_refuse(lambda: multiple_choice_reader.read_examples(
-      multiple_choice_reader.JSONL, str(path), "train", labelled), path, line_numbers=True)
+  _read_choices(fuzz_dir, "train.jsonl", data, multiple_choice_reader.JSONL, labelled)
 
 
 @FUZZ
 @hypothesis.given(data=_inputs([_jsonl(_SWAG_RECORDS)], _SWAG_RECORDS, json_lines=True),
                   labelled=st.booleans())
 def test_swag_json_lines(fuzz_dir, data, labelled):
-  path = fuzz_dir / "train.jsonl"
-  path.write_bytes(data)
-  _read_or_refuse(lambda: multiple_choice_reader.read_examples(
-      multiple_choice_reader.SWAG, str(path), "train", labelled), path, line_numbers=True)
+  _read_choices(fuzz_dir, "train.jsonl", data, multiple_choice_reader.SWAG, labelled)
 
 
 @FUZZ
 @hypothesis.given(data=_inputs([_SWAG_CSV]), labelled=st.booleans())
 def test_swag_csv(fuzz_dir, data, labelled):
-  path = fuzz_dir / "train.csv"
-  path.write_bytes(data)
-  _read_or_refuse(lambda: multiple_choice_reader.read_examples(
-      multiple_choice_reader.SWAG, str(path), "train", labelled), path, line_numbers=True)
+  _read_choices(fuzz_dir, "train.csv", data, multiple_choice_reader.SWAG, labelled)
 
 
 # ----- vocab, config -----
