@@ -248,7 +248,7 @@ for sentence, label, probabilities in zip(sentences, outputs["label"].numpy(),
   print(f"  {label.decode():7} ({probabilities.max():.2f})  {sentence}")
 PY
 
-stage "12. Bad input stops a run before any work; a run killed with SIGKILL resumes"
+stage "12. Bad input stops a run before any work; a run killed with SIGKILL resumes; SIGTERM saves, then resumes"
 "$PYTHON" - "$DEMO_DIR" <<'PY'
 import json, sys
 config = json.load(open(f"{sys.argv[1]}/bert_config.json"))
@@ -273,6 +273,20 @@ echo "  left behind: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')
   --bert_config_file="$DEMO_DIR/bert_config.json" 2>&1 | { grep -E "taking over|Resum|step 800" || true; } \
   | sed -e 's/^.*\] /  /'
 echo "  after the rerun: $(cd "$DEMO_DIR/pretraining_output" && ls -A | tr '\n' ' ')"
+echo "Training on to step 1000, sent SIGTERM (what a preempted VM or an evicted pod gets) once it trains:"
+"$PYTHON" run_pretraining.py "${pretraining_flags[@]}" --num_train_steps=1000 \
+  --bert_config_file="$DEMO_DIR/bert_config.json" 2> "$DEMO_DIR/preempted.log" &
+preempted=$!
+until grep -q "step [0-9]*/1000" "$DEMO_DIR/preempted.log" || ! kill -0 $preempted 2>/dev/null; do
+  sleep 0.2
+done
+kill -TERM $preempted 2>/dev/null || true
+status=0
+wait $preempted || status=$?
+echo "  exit status $status: $(tail -n 1 "$DEMO_DIR/preempted.log")"
+"$PYTHON" run_pretraining.py "${pretraining_flags[@]}" --num_train_steps=1000 \
+  --bert_config_file="$DEMO_DIR/bert_config.json" 2>&1 | { grep -E "Resuming at|step 1000/" || true; } \
+  | sed -e 's/^.*\] /  /'
 
 stage "13. Pack several instances into each row (no compute on padding) and pretrain on at length 128 from the checkpoint, as the original's phase 2"
 "$PYTHON" create_pretraining_data.py --input_file=samples/sample_corpus.txt \
