@@ -108,10 +108,12 @@ class BertConfig:
     extra = {k: v for k, v in json_object.items() if k not in known}
     for key in sorted(set(extra) - RELEASED_EXTRA_KEYS):
       close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
-      if close and close[0] in kwargs:
+      # Beside the key it resembles, only a near-certain typo (one or two letters) is refused.
+      if close and close[0] in kwargs and difflib.SequenceMatcher(
+          None, key, close[0]).ratio() >= 0.9:
         raise ConfigError(f"{source}: unknown key {key!r} beside {close[0]!r}: a misspelt "
                           f"duplicate? (one of them holds a value that would be ignored)")
-      if close:
+      if close and close[0] not in kwargs:
         raise ConfigError(f"{source}: unknown key {key!r}; did you mean {close[0]!r}? (without "
                           f"it the default {close[0]} is used)")
     config = cls.__new__(cls)
