@@ -99,7 +99,7 @@ def _tasks(work, vocab, config):
             "--learning_rate=1e-3", "--save_checkpoints_steps=50", f"--keep_checkpoint_max={KEEP}",
             f"--preemption_grace_seconds={FLAGS.grace_seconds}",
             "--distribution_strategy=one_device"]
-  pretraining_steps, classifier_epochs, squad_epochs = 600, 40, 12
+  pretraining_steps, classifier_epochs, squad_epochs = 600, 120, 12
   return {
       "pretraining": Task(lambda out: [
           "run_pretraining.py", f"--input_file={work / 'pretraining.tfrecord'}",
