@@ -176,6 +176,9 @@ class FineTuningConfig(training_config.EngineConfig):
 
   def warn_flags_without_effect(self):
     """Warns of the flags given that the actions of this run do not use."""
+    if self.do_train and self.eval_every_steps is None:
+      self.warn_without_effect(("final_checkpoint",), "when training without --eval_every_steps: "
+                               "the run ends on its last checkpoint")
     if not self.do_train:
       self.warn_without_effect(("train_batch_size", "learning_rate", "num_train_epochs",
                                 "warmup_proportion", "save_checkpoints_steps",

@@ -27,8 +27,10 @@ def test_fine_tuning_flags_without_effect_are_named(tmp_path, tiny_model, caplog
       f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
       f"--output_dir={tmp_path}", "--do_train", "--max_seq_length=32",
       "--predict_batch_size=4", "--eval_batch_size=4", "--export_version=2",
-      "--train_batch_size=8")
+      "--train_batch_size=8", "--final_checkpoint=last")
   assert _warnings(caplog, config) == [
+      "--final_checkpoint has no effect when training without --eval_every_steps: the run ends "
+      "on its last checkpoint",
       "--predict_batch_size has no effect without --do_predict",
       "--eval_batch_size has no effect without --do_eval or --eval_every_steps",
       "--export_version has no effect without --export_dir"]
@@ -99,3 +101,18 @@ def test_values_that_are_not_finite_are_refused(tmp_path, tiny_model, flag, mess
   with pytest.raises(errors.UsageError) as error:
     config.validate()
   assert str(error.value) == message
+
+
+def test_engine_flags_without_effect_are_named(tmp_path, tiny_model, caplog):
+  _, config_file = tiny_model
+  config = PretrainingConfig.from_args(
+      "--input_file=records.tfrecord", f"--bert_config_file={config_file}",
+      f"--output_dir={tmp_path}", "--do_train", "--max_seq_length=32",
+      "--distribution_strategy=multi_worker_mirrored", "--num_gpus=2", "--tpu_zone=us-c1-a",
+      "--num_tpu_cores=32")
+  assert _warnings(caplog, config) == [
+      "--tpu_zone has no effect without a TPU (--distribution_strategy=tpu with --tpu, or "
+      "--use_tpu)",
+      "--num_tpu_cores has no effect without a TPU (--distribution_strategy=tpu with --tpu, or "
+      "--use_tpu)",
+      "--num_gpus has no effect with --distribution_strategy=multi_worker_mirrored"]

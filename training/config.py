@@ -123,6 +123,13 @@ class EngineConfig(config.FlagConfig):
                  "log_every_seconds", "gradient_accumulation_steps", "preemption_grace_seconds"):
       if not getattr(self, name) > 0:  # NaN too
         raise errors.ConfigError(f"--{name} must be positive, got {getattr(self, name)}")
+    if self.distribution_strategy != "tpu" and not (self.tpu or self.use_tpu):
+      self.warn_without_effect(("tpu_zone", "gcp_project", "num_tpu_cores", "master"),
+                               "without a TPU (--distribution_strategy=tpu with --tpu, or "
+                               "--use_tpu)")
+    if self.distribution_strategy in ("tpu", "multi_worker_mirrored"):
+      self.warn_without_effect(("num_gpus",), f"with --distribution_strategy="
+                               f"{self.distribution_strategy}")
 
   def strategy(self):
     """The `tf.distribute` strategy of the distribution fields (see `distribution`)."""

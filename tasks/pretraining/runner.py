@@ -85,6 +85,8 @@ def _run(config, bert_config):
   train_layout = read_layout(config, config.input_file, "input_file")
   eval_layout = read_layout(config, config.eval_patterns, eval_flag)
   packed = any(layout is not None and layout.packed for layout in (train_layout, eval_layout))
+  if not packed:
+    config.warn_without_effect(("max_sequences_per_pack",), "on records that are not packed")
   train_input_fn, files = records_input_fn(config, config.input_file, "input_file", train_layout,
                                            packed, config.train_batch_size, is_training=True,
                                            seed=config.seed)
