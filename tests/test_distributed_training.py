@@ -133,8 +133,9 @@ def test_two_workers_train_in_lockstep(tmp_path, worker_1_flags):
   assert [s for s, _ in chief["history"]] == list(range(1, 7))
   assert chief["history"] == worker["history"]
   assert chief["eval"] == worker["eval"]
+  # Every 3 steps, and at each evaluation (every 2), saved before it.
   assert sorted(f.name for f in output_dir.glob("model.ckpt-*.index")) == [
-      "model.ckpt-3.index", "model.ckpt-6.index"]
+      "model.ckpt-2.index", "model.ckpt-3.index", "model.ckpt-4.index", "model.ckpt-6.index"]
   assert not list((tmp_path / "tmp-1").iterdir()), "the worker left its temporary files"
   # Evaluation while training: both workers evaluate and agree on the best; the chief alone wrote
   # the history and the best checkpoint.

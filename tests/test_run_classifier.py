@@ -137,8 +137,7 @@ def bad_data_dir(tmp_path, train, dev=None):
 
 @pytest.mark.parametrize("case, expected", [
     ("unknown_task", r"--task_name=glue9: unknown task; known tasks: cola, mnli, mnli-mm, mrpc, "),
-    ("missing_column", r"train\.tsv:3: expected at least 5 tab-separated columns for task "
-                       r"'mrpc', found 2"),
+    ("missing_column", r"train\.tsv:3: 2 fields where line 1 has 5"),
     ("label_not_in_list", r"dev\.tsv:2: label 'sport' is not in the label list "
                           r"\['food', 'nature'\]"),
     ("empty_train", r"the train file of task 'tsv' holds no example"),
