@@ -424,15 +424,13 @@ class Trainer:
               or step >= config.num_train_steps):
             self.checkpoints.save(step)
           if evaluates:
-            if watch.requested and not self._is_multi_worker():
-              self._stop_on_signal(step)
             stop_reason = self._evaluate_while_training(step, evaluate_fn)
             if stop_reason:
               logging.info("Stopping at step %d of %d: %s", step, config.num_train_steps,
                            stop_reason)
               result["global_step"] = step
               break
-        if watch.requested:
+        if self._same_on_every_worker(0, watch.requested)[1]:
           # The signal came during the last loop or evaluation: the run stops here rather than
           # go on to its predictions and exports.
           self._stop_on_signal(step)

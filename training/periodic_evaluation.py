@@ -212,9 +212,9 @@ class PeriodicEvaluation:
     from `step` and evaluates them again) and the best checkpoint's state, and makes `best/`
     agree with them (see the module docstring)."""
     self.history = [entry for entry in _read_history(self.output_dir) if entry["step"] <= step]
-    if self.is_chief:
-      self._remove_dead_files()
     state = _read_best_state(self.output_dir)
+    if self.is_chief:
+      self._remove_dead_files(state)
     if (state is not None and state["metric"] == self.config.metric
         and state["mode"] == self.config.mode):
       self.best_step, self.best_value = state["step"], state["value"]
@@ -228,12 +228,12 @@ class PeriodicEvaluation:
                    f"; best {self.config.metric} = {self.best_value} at step {self.best_step}"
                    if self.best_step is not None else "")
 
-  def _remove_dead_files(self):
+  def _remove_dead_files(self, state):
     """Removes from `best/` every file but `best.json`, the state file and the files of the
-    checkpoint `best.json` names: temporaries and the pieces of a previous best of a killed run."""
+    checkpoint `best.json` (read as `state`) names: temporaries and the pieces of a previous best
+    of a killed run."""
     if not tf.io.gfile.isdir(self.best_dir):
       return
-    state = _read_best_state(self.output_dir)
     kept = {BEST_STATE_FILENAME, checkpointing.STATE_FILENAME}
     if state is not None:
       kept.update(state["checkpoint"] + suffix
