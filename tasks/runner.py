@@ -174,6 +174,32 @@ def optimizer_fn(config, num_train_steps, num_warmup_steps):
                                                num_warmup_steps, config.optimizer)
 
 
+def saved_label_list(config):
+  """The labels of the model a run predicts with when it does not train: the `label_list.txt`
+  beside the checkpoint the engine restores (--output_dir's, when it holds a checkpoint; else
+  the one beside --init_checkpoint, as a converted fine-tuned model has), else None.
+
+  Returns:
+    the labels in label-id order, or None (the run trains, or no such file).
+  """
+  if config.do_train:
+    return None
+  if tf.io.gfile.isdir(config.output_dir) and tf.train.latest_checkpoint(config.output_dir):
+    model_dir = config.output_dir
+  elif config.init_checkpoint:
+    path = config.init_checkpoint
+    model_dir = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  else:
+    return None
+  path = os.path.join(model_dir, LABEL_LIST_FILENAME)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    labels = [line.rstrip("\n") for line in f]
+  logging.info("labels of the model, from %s: %s", path, ", ".join(labels))
+  return labels
+
+
 def write_label_list(output_dir, label_list):
   """Writes `output_dir/label_list.txt`, one label per line in label-id order, atomically."""
   with atomic_files.open_for_writing(os.path.join(output_dir, LABEL_LIST_FILENAME)) as f:
@@ -233,6 +259,7 @@ def run(config):
     errors.UserError: a flag, file, checkpoint or config the run cannot use (nothing is
       written for the checks `validate` makes).
   """
+  config = config.resolve_weights()
   bert_config = config.load_bert_config()
   config.validate(bert_config)
   with output_locations.claimed_output_dir("output_dir", config.output_dir,

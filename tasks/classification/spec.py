@@ -30,8 +30,9 @@ class ClassificationInputs:
   examples: dict
 
 
-def make_processor(config):
-  """The processor of --task_name; a UsageError listing the known tasks otherwise."""
+def make_processor(config, labels):
+  """The processor of --task_name; a UsageError listing the known tasks otherwise. `labels`: a
+  tsv/csv task's, or None to infer them from the training file."""
   name = config.task_name.lower()
   if name in classification_reader.GENERIC_TASKS:
     if config.multi_label and config.regression:
@@ -39,7 +40,7 @@ def make_processor(config):
     return classification_reader.GenericProcessor(
         name, text_a_column=config.text_a_column, text_b_column=config.text_b_column,
         label_column=config.label_column, has_header=config.has_header,
-        labels=config.label_list, multi_label=config.multi_label,
+        labels=labels, multi_label=config.multi_label,
         label_separator=config.label_separator, regression=config.regression)
   processors = classification_reader.glue_processors(config.xnli_language)
   if name not in processors:
@@ -59,7 +60,10 @@ class ClassificationSpec(runner.FineTuningSpec):
   """Classification, regression and multi-label classification of texts and text pairs."""
 
   def read_inputs(self, config, bert_config):
-    processor = make_processor(config)
+    # A tsv/csv task's labels: --label_list, else the model's when the run does not train,
+    # else the training file's.
+    given_labels = config.label_list or runner.saved_label_list(config)
+    processor = make_processor(config, given_labels)
 
     def read(split):
       """The examples of a split; an error naming the file when it holds none, or sentence
@@ -76,7 +80,7 @@ class ClassificationSpec(runner.FineTuningSpec):
       return examples
 
     infers_labels = (isinstance(processor, classification_reader.GenericProcessor)
-                     and not config.label_list)
+                     and not given_labels)
     examples = {}
     if config.do_train or infers_labels:
       train_examples = read("train")

@@ -43,10 +43,8 @@ def data_file(config, split):
   return path
 
 
-def label_list_from(config, sentences, path):
-  """`--labels`, else the training file's tags: O first, then sorted."""
-  if config.labels:
-    return list(config.labels)
+def label_list_from(sentences, path):
+  """The training file's tags: O first, then sorted."""
   tags = {tag for sentence in sentences for tag in sentence.tags}
   if len(tags) < 2:
     raise file_patterns.InputError(f"{path}: needs at least 2 different tags, found {sorted(tags)}")
@@ -58,15 +56,17 @@ class NerSpec(runner.FineTuningSpec):
   example_unit = "windows"
 
   def read_inputs(self, config, bert_config):
-    needed = {"train": config.do_train or not config.labels,
+    # The tags: --labels, else the model's when the run does not train, else the training file's.
+    given_labels = config.labels or runner.saved_label_list(config)
+    needed = {"train": config.do_train or not given_labels,
               "eval": config.do_eval, "predict": config.do_predict}
     splits = {}
     for split, is_needed in needed.items():
       if is_needed:
         path = data_file(config, split)
         splits[split] = (path, *ner_reader.read_sentences(path, require_tags=SPLIT_FILES[split][2]))
-    label_list = (label_list_from(config, splits["train"][1], splits["train"][0])
-                  if "train" in splits else list(config.labels))
+    label_list = (list(given_labels) if given_labels
+                  else label_list_from(splits["train"][1], splits["train"][0]))
     return NerInputs(splits, label_list)
 
   def label_list(self, config, inputs):
