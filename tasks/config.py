@@ -13,6 +13,7 @@ from base import errors
 from base import output_locations
 from data import tokenization
 from modeling import bert_config as bert_config_lib
+from modeling import pretrained_models
 from serving import saved_model_export
 from training import config as training_config
 from training import model_inputs
@@ -65,15 +66,18 @@ class FineTuningConfig(training_config.EngineConfig):
     HAS_EVAL_SPLIT: whether the family evaluates on dev data (--do_eval).
   """
   HAS_EVAL_SPLIT = False
-  REQUIRED = ("vocab_file", "bert_config_file", "output_dir")
+  REQUIRED = ("output_dir",)  # the model's files may come from --init_checkpoint's name
 
   dynamic_padding: bool | None = _input(
       "bool", None, "Pad each batch to its longest example (training batches grouped by length) "
       "instead of --max_seq_length. Default: on, except on TPU, which needs static shapes.")
 
   bert_config_file: str | None = _fine_tuning(
-      "string", None, "bert_config.json of the pretrained model.")
-  vocab_file: str | None = _fine_tuning("string", None, "vocab.txt of the pretrained model.")
+      "string", None, "bert_config.json of the pretrained model (default: that of the model "
+      "--init_checkpoint names).")
+  vocab_file: str | None = _fine_tuning(
+      "string", None, "vocab.txt of the pretrained model (default: that of the model "
+      "--init_checkpoint names).")
   do_lower_case: bool = _fine_tuning(
       "bool", True, "Lower-case the input (True for uncased models).")
   max_seq_length: int = max_seq_length_field(128)
@@ -129,6 +133,7 @@ class FineTuningConfig(training_config.EngineConfig):
 
   def load_bert_config(self):
     """The `BertConfig` of --bert_config_file (a `bert_config.ConfigError` when unusable)."""
+    self.check_model_files(("bert_config_file",))
     return bert_config_lib.BertConfig.from_json_file(self.bert_config_file)
 
   def validate(self, bert_config=None):
@@ -145,6 +150,7 @@ class FineTuningConfig(training_config.EngineConfig):
     output_locations.check_output_dir("output_dir", self.output_dir)
     if self.export_dir:
       output_locations.check_output_dir("export_dir", self.export_dir)
+    self.check_model_files()
     bert_config = bert_config or self.load_bert_config()
     actions = self.actions()
     if not any(actions.values()):
@@ -159,6 +165,7 @@ class FineTuningConfig(training_config.EngineConfig):
       raise errors.UsageError(
           f"--warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
     tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
+    pretrained_models.check_case(self.do_lower_case, self.init_checkpoint)
     if self.export_ids_only and not self.export_dir:
       raise errors.UsageError("--export_ids_only needs --export_dir")
     training_config.check_starting_weights(

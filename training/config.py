@@ -13,6 +13,7 @@ import tensorflow as tf
 from base import config
 from base import errors
 from modeling import optimization
+from modeling import pretrained_models
 from training import distribution
 from training import engine
 from training import input_pipeline
@@ -40,7 +41,7 @@ _evaluation = config.flag_group(EVALUATION_GROUP)
 
 
 @dataclasses.dataclass(kw_only=True)
-class EngineConfig(config.FlagConfig):
+class EngineConfig(pretrained_models.WeightsByName, config.FlagConfig):
   """The settings of the training engine that every runner shares (see the flags' help)."""
   distribution_strategy: str = _distribution(
       "enum", "mirrored", "one_device, mirrored (all local GPUs, or the CPU), "
@@ -86,7 +87,10 @@ class EngineConfig(config.FlagConfig):
       "latest checkpoint found here.")
   init_checkpoint: str | None = _output(
       "string", None, "Warm start (weights only) when output_dir holds no checkpoint. Its "
-      "encoder must match the config both ways (same layers and variables).")
+      "encoder must match the config both ways (same layers and variables). A path, or a "
+      "released model's name (uncased_L-12_H-768_A-12, bert-base-uncased, ...) or a "
+      "HuggingFace repo id (owner/name), downloaded once into $BERT_CACHE_DIR (default "
+      "~/.cache/bert): see docs/pretrained_models.md.")
   partial_init_checkpoint: bool = _output(
       "bool", False, "Accept an --init_checkpoint whose encoder differs from the config (e.g. "
       "the first layers of a deeper model): what matches by name is loaded, the rest is "
@@ -198,7 +202,9 @@ def check_starting_weights(run_config, bert_config, do_train, actions=()):
   """
   if not do_train:
     check_weights_exist(run_config, actions)
-  if run_config.init_checkpoint and not tf.train.latest_checkpoint(run_config.output_dir):
+  # A model's name is checked once `resolve_weights()` has fetched it, in the run.
+  if (run_config.init_checkpoint and not pretrained_models.is_known_name(
+      run_config.init_checkpoint) and not tf.train.latest_checkpoint(run_config.output_dir)):
     model_inputs.check_init_checkpoint(run_config.init_checkpoint, bert_config,
                                        run_config.bert_config_file,
                                        run_config.partial_init_checkpoint)

@@ -10,6 +10,7 @@ from base import errors
 from base import output_locations
 from data import tokenization
 from modeling import bert_config as bert_config_lib
+from modeling import pretrained_models
 from modeling import sentence_pooling
 from serving import saved_model_export
 from tasks import config as tasks_config
@@ -30,7 +31,7 @@ def parse_layers(layers, num_hidden_layers):
 
 
 @dataclasses.dataclass(kw_only=True)
-class ExtractFeaturesConfig(config.FlagConfig):
+class ExtractFeaturesConfig(pretrained_models.WeightsByName, config.FlagConfig):
   """Per-token activations of chosen encoder layers, or one sentence vector per line, of a text
   file (see the flags' help).
 
@@ -52,20 +53,26 @@ class ExtractFeaturesConfig(config.FlagConfig):
     ...
     modeling.checkpoint_io.CheckpointError: no/model.ckpt: no such checkpoint ...
   """
-  REQUIRED = ("input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file")
+  # --bert_config_file and --vocab_file may come from --init_checkpoint's name.
+  REQUIRED = ("input_file", "output_file", "init_checkpoint")
 
   input_file: str | None = config.flag(
       "string", None, "Text file, one `text_a ||| text_b` or text per line.")
   output_file: str | None = config.flag("string", None, "JSON-lines output file.")
   layers: str = config.flag(
       "string", "-1,-2,-3,-4", "Comma-separated encoder layer indices (-1 = last).")
-  bert_config_file: str | None = config.flag("string", None, "bert_config.json of the model.")
+  bert_config_file: str | None = config.flag(
+      "string", None, "bert_config.json of the model (default: that of the model "
+      "--init_checkpoint names).")
   max_seq_length: int = config.flag(
       "integer", 128, "Word pieces per input after packing; longer inputs are truncated as the "
       "original.")
   init_checkpoint: str | None = config.flag(
-      "string", None, "Checkpoint of the encoder (original layout).")
-  vocab_file: str | None = config.flag("string", None, "vocab.txt of the model.")
+      "string", None, "Checkpoint of the encoder (original layout), or a released model's name "
+      "or a HuggingFace repo id, downloaded once: see docs/pretrained_models.md.")
+  vocab_file: str | None = config.flag(
+      "string", None, "vocab.txt of the model (default: that of the model --init_checkpoint "
+      "names).")
   do_lower_case: bool = config.flag(
       "bool", True, "Lower-case the input (True for uncased models).")
   batch_size: int = config.flag("integer", 32, "Inputs per forward pass.")
@@ -89,6 +96,7 @@ class ExtractFeaturesConfig(config.FlagConfig):
 
   def load_bert_config(self):
     """The `BertConfig` of --bert_config_file (a `bert_config.ConfigError` when unusable)."""
+    self.check_model_files(("bert_config_file",))
     return bert_config_lib.BertConfig.from_json_file(self.bert_config_file)
 
   def layer_indices(self, num_hidden_layers):
@@ -109,6 +117,7 @@ class ExtractFeaturesConfig(config.FlagConfig):
       errors.UserError: the first problem found (its message names the flag or file).
     """
     output_locations.check_output_file("output_file", self.output_file)
+    self.check_model_files()
     bert_config = bert_config or self.load_bert_config()
     if self.use_tpu:
       raise errors.UsageError("--use_tpu: extract_features.py runs on CPU or GPU only")
@@ -125,14 +134,16 @@ class ExtractFeaturesConfig(config.FlagConfig):
       model_inputs.check_segments(2, bert_config, self.bert_config_file,
                                   f"--input_file={self.input_file}: line {first_pair} is a text "
                                   "pair ('A ||| B')")
-    model_inputs.check_init_checkpoint(self.init_checkpoint, bert_config, self.bert_config_file)
+    if not pretrained_models.is_known_name(self.init_checkpoint):  # checked once fetched
+      model_inputs.check_init_checkpoint(self.init_checkpoint, bert_config,
+                                         self.bert_config_file)
     self.layer_indices(bert_config.num_hidden_layers)
     super().validate()
     return num_lines
 
 
 @dataclasses.dataclass(kw_only=True)
-class ExportModelConfig(config.FlagConfig):
+class ExportModelConfig(pretrained_models.WeightsByName, config.FlagConfig):
   """A pretrained checkpoint exported as a SavedModel feature extractor for TensorFlow Serving
   (see the flags' help).
 
@@ -153,18 +164,24 @@ class ExportModelConfig(config.FlagConfig):
     ...
     modeling.checkpoint_io.CheckpointError: no/model.ckpt: no such checkpoint ...
   """
-  REQUIRED = ("bert_config_file", "vocab_file", "init_checkpoint", "export_dir")
+  # --bert_config_file and --vocab_file may come from --init_checkpoint's name.
+  REQUIRED = ("init_checkpoint", "export_dir")
 
   export_dir: str | None = tasks_config.export_dir_field()
   export_version: int | None = tasks_config.export_version_field()
   export_ids_only: bool = tasks_config.export_ids_only_field()
   bert_config_file: str | None = config.flag(
-      "string", None, "bert_config.json of the pretrained model.")
-  vocab_file: str | None = config.flag("string", None, "vocab.txt of the pretrained model.")
+      "string", None, "bert_config.json of the pretrained model (default: that of the model "
+      "--init_checkpoint names).")
+  vocab_file: str | None = config.flag(
+      "string", None, "vocab.txt of the pretrained model (default: that of the model "
+      "--init_checkpoint names).")
   do_lower_case: bool = config.flag(
       "bool", True, "Lower-case the input (True for uncased models).")
   init_checkpoint: str | None = config.flag(
-      "string", None, "The pretrained checkpoint: a prefix, or a directory's latest checkpoint.")
+      "string", None, "The pretrained checkpoint: a prefix, a directory's latest checkpoint, "
+      "or a released model's name or a HuggingFace repo id, downloaded once: see "
+      "docs/pretrained_models.md.")
   max_seq_length: int = config.flag(
       "integer", 128, "Word pieces per input after packing, [CLS] and [SEP] included; longer "
       "inputs are truncated.")
@@ -175,6 +192,7 @@ class ExportModelConfig(config.FlagConfig):
 
   def load_bert_config(self):
     """The `BertConfig` of --bert_config_file (a `bert_config.ConfigError` when unusable)."""
+    self.check_model_files(("bert_config_file",))
     return bert_config_lib.BertConfig.from_json_file(self.bert_config_file)
 
   def validate(self, bert_config=None):
@@ -189,10 +207,14 @@ class ExportModelConfig(config.FlagConfig):
       errors.UserError: the first problem found (its message names the flag or file).
     """
     output_locations.check_output_dir("export_dir", self.export_dir)
+    self.check_model_files()
     bert_config = bert_config or self.load_bert_config()
     model_inputs.check_max_seq_length(self.max_seq_length, bert_config, self.bert_config_file)
     model_inputs.check_vocab(self.vocab_file, bert_config, self.bert_config_file)
-    model_inputs.check_init_checkpoint(self.init_checkpoint, bert_config, self.bert_config_file)
+    if not pretrained_models.is_known_name(self.init_checkpoint):  # checked once fetched
+      model_inputs.check_init_checkpoint(self.init_checkpoint, bert_config,
+                                         self.bert_config_file)
     tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
+    pretrained_models.check_case(self.do_lower_case, self.init_checkpoint)
     saved_model_export.check_version(self.export_dir, self.export_version)
     super().validate()

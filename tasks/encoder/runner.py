@@ -67,6 +67,7 @@ def extract_features(config):
   Raises:
     errors.UserError: a flag, file or checkpoint the run cannot use.
   """
+  config = config.resolve_weights()
   bert_config = config.load_bert_config()
   total = config.validate(bert_config)
   layer_indices = config.layer_indices(bert_config.num_hidden_layers)
@@ -124,6 +125,7 @@ def export_model(config):
   Raises:
     errors.UserError: a flag, file, checkpoint or export version the run cannot use.
   """
+  config = config.resolve_weights()
   bert_config = config.load_bert_config()
   config.validate(bert_config)
   model = pretraining_model.BertPretrainingModel(bert_config)

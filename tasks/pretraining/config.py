@@ -29,10 +29,11 @@ class PretrainingConfig(training_config.InputCompressionConfig, training_config.
     ...                   output_dir="/tmp/pretraining", do_train=True).num_train_steps
     100000
   """
-  REQUIRED = ("bert_config_file", "input_file", "output_dir")
+  REQUIRED = ("input_file", "output_dir")  # --bert_config_file may come from --init_checkpoint
 
   bert_config_file: str | None = config.flag(
-      "string", None, "bert_config.json of the model to train.")
+      "string", None, "bert_config.json of the model to train (default: that of the model "
+      "--init_checkpoint names).")
   input_file: str | None = config.flag(
       "string", None, "Comma-separated globs of TFRecords from create_pretraining_data.py.")
   max_seq_length: int = config.flag("integer", 128, "Sequence length of the records.")
@@ -58,6 +59,7 @@ class PretrainingConfig(training_config.InputCompressionConfig, training_config.
 
   def load_bert_config(self):
     """The `BertConfig` of --bert_config_file (a `bert_config.ConfigError` when unusable)."""
+    self.check_model_files(("bert_config_file",))
     return bert_config_lib.BertConfig.from_json_file(self.bert_config_file)
 
   @property

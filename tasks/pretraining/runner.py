@@ -71,6 +71,7 @@ def run(config):
   Raises:
     errors.UserError: a flag, file, record or checkpoint the run cannot use.
   """
+  config = config.resolve_weights()
   bert_config = config.load_bert_config()
   config.validate(bert_config)
   with output_locations.claimed_output_dir("output_dir", config.output_dir,
