@@ -14,6 +14,10 @@ Written checkpoints hold the encoder under `encoder` (and a `masked_lm` head whe
 `cls/predictions`), with those attribute paths: `tf.train.Checkpoint(encoder=...)` of either
 Model Garden encoder restores them, as its TF1->TF2 converter's output.
 
+This project's own TF Hub export (`serving/tf_hub_export.py`) is read too: its SavedModel holds
+the encoder's variables as children of one object named by their original names
+(`ORIGINAL_VARIABLES`), and its `bert_config.json` as an asset (`SAVED_MODEL_CONFIG`).
+
 Attention weights are stored per head (`attention_heads`); everything else has the original
 shapes. What the original cannot express is refused: factorised embeddings
 (`_embedding_projection`), heads other than the masked LM, and, for SavedModels, whose graph can
@@ -38,6 +42,11 @@ from modeling.conversion.original_files import ConversionError
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 SAVED_MODEL_VARIABLES = os.path.join("variables", "variables")
 SAVED_MODEL_VOCAB = os.path.join("assets", "vocab.txt")
+# This project's TF Hub encoder (`serving/tf_hub_export.py`): the child of the SavedModel's root
+# whose children are the encoder's variables by original name, and the config it carries (with
+# the heads, which the original-shaped attention kernels do not reveal, and the activation).
+ORIGINAL_VARIABLES = "original_variables"
+SAVED_MODEL_CONFIG = os.path.join("assets", "bert_config.json")
 # An encoder object has these children; a masked-LM head these.
 _ENCODER_CHILDREN = ("_embedding_layer", "_transformer_layers")
 _MASKED_LM_CHILDREN = ("embedding_table", "dense", "layer_norm")
@@ -241,6 +250,26 @@ def read_model_garden_weights(prefix, source=None, copy_pooler_dense_to_encoder=
   return weights, num_heads
 
 
+def read_original_variables(prefix, source):
+  """Reads the encoder of this project's TF Hub export from its SavedModel's variables.
+
+  Args:
+    prefix: the SavedModel's `variables/variables`.
+    source: the path named in errors.
+
+  Returns:
+    dict original variable name -> numpy array, or None if the root has no
+    `ORIGINAL_VARIABLES` child (not this project's export).
+  """
+  reader = checkpoint_io.CheckpointReader(prefix)
+  graph = ObjectGraph(reader, source)
+  node = graph.children(0).get(ORIGINAL_VARIABLES)
+  if node is None:
+    return None
+  return {name: reader.get_tensor(graph.variable_key(node, (name,)))
+          for name in graph.children(node)}
+
+
 def infer_config(weights, num_heads, hidden_act, source):
   """A `BertConfig` with the sizes of `weights` (original names), `num_heads` heads and
   `hidden_act`; dropout and initializer range are the original's defaults."""
@@ -338,6 +367,15 @@ def _saved_model_outputs(loaded, word_ids, mask, type_ids, source):
                           f"{str(error).splitlines()[0]})") from None
 
 
+def _output_difference(loaded, config, weights, source):
+  """Max abs difference of the SavedModel `loaded`'s sequence and pooled outputs from our encoder's
+  with `config` and `weights`, on fixed inputs."""
+  inputs = _probe_inputs(config)
+  expected = _saved_model_outputs(loaded, *inputs, source)
+  ours = _encoder_outputs(config, weights, *inputs)
+  return max(float(np.abs(a - b).max()) for a, b in zip(ours, expected))
+
+
 def match_activation(loaded, weights, num_heads, source):
   """The `BertConfig` whose encoder, with `weights`, reproduces the SavedModel `loaded`.
 
@@ -349,10 +387,7 @@ def match_activation(loaded, weights, num_heads, source):
   differences = {}
   for hidden_act in _CANDIDATE_ACTIVATIONS:
     config = infer_config(weights, num_heads, hidden_act, source)
-    inputs = _probe_inputs(config)
-    expected = _saved_model_outputs(loaded, *inputs, source)
-    ours = _encoder_outputs(config, weights, *inputs)
-    differences[hidden_act] = max(float(np.abs(a - b).max()) for a, b in zip(ours, expected))
+    differences[hidden_act] = _output_difference(loaded, config, weights, source)
     if differences[hidden_act] <= _SAVED_MODEL_TOLERANCE:
       return config, differences[hidden_act]
   closest = min(differences, key=differences.get)
@@ -365,8 +400,10 @@ def match_activation(loaded, weights, num_heads, source):
 def convert_tf_hub_to_original(saved_model_dir, output_dir):
   """Writes the original layout from a TF Hub BERT encoder SavedModel.
 
-  The weights are read from its variables; its `vocab_file` asset gives `vocab.txt`; the
-  activation is the one with which our encoder reproduces the SavedModel's outputs.
+  The weights are read from its variables; its `vocab_file` asset gives `vocab.txt`. The config
+  of a Model Garden export is inferred from the shapes, with the activation with which our
+  encoder reproduces the SavedModel's outputs; this project's export (`ORIGINAL_VARIABLES`)
+  carries its `bert_config.json`, which is checked the same way.
 
   Returns:
     `(config, do_lower_case, max_difference)`: the `BertConfig` written, the SavedModel's
@@ -376,10 +413,15 @@ def convert_tf_hub_to_original(saved_model_dir, output_dir):
   if not tf.io.gfile.exists(variables_prefix + checkpoint_io.INDEX_SUFFIX):
     raise ConversionError(f"{saved_model_dir}: not a SavedModel ({variables_prefix}"
                           f"{checkpoint_io.INDEX_SUFFIX} does not exist)")
-  weights, num_heads = read_model_garden_weights(variables_prefix, source=saved_model_dir)
-  original_files.check_weights_fit(
-      weights, infer_config(weights, num_heads, "gelu", saved_model_dir), variables_prefix,
-      "inferred config")
+  exported = read_original_variables(variables_prefix, saved_model_dir)
+  if exported is None:
+    weights, num_heads = read_model_garden_weights(variables_prefix, source=saved_model_dir)
+    config, config_name = infer_config(weights, num_heads, "gelu", saved_model_dir), (
+        "inferred config")
+  else:
+    weights, config_name = exported, SAVED_MODEL_CONFIG
+    config = original_files.read_config(os.path.join(saved_model_dir, config_name))
+  original_files.check_weights_fit(weights, config, variables_prefix, config_name)
   vocab_path = os.path.join(saved_model_dir, SAVED_MODEL_VOCAB)
   if not tf.io.gfile.exists(vocab_path):
     raise ConversionError(f"{saved_model_dir}: no {SAVED_MODEL_VOCAB} asset (a SentencePiece "
@@ -390,7 +432,13 @@ def convert_tf_hub_to_original(saved_model_dir, output_dir):
   except (tf.errors.OpError, ValueError, OSError) as error:
     raise ConversionError(f"{saved_model_dir}: cannot load the SavedModel: "
                           f"{str(error).splitlines()[0]}") from None
-  config, difference = match_activation(loaded, weights, num_heads, saved_model_dir)
+  if exported is None:
+    config, difference = match_activation(loaded, weights, num_heads, saved_model_dir)
+  else:
+    difference = _output_difference(loaded, config, weights, saved_model_dir)
+    if difference > _SAVED_MODEL_TOLERANCE:
+      raise ConversionError(f"{saved_model_dir}: its {SAVED_MODEL_CONFIG} does not reproduce its "
+                            f"outputs (max difference {difference:.3g})")
   do_lower_case = bool(loaded.do_lower_case.numpy()) if hasattr(loaded, "do_lower_case") else None
   original_files.write_original(output_dir, config, weights, vocab)
   return config, do_lower_case, difference
