@@ -1,10 +1,11 @@
 """Conversion between HuggingFace BERT directories and the original release's layout.
 
-HuggingFace: `config.json` + `model.safetensors` (parameter names mirror the TF1 scopes with dots,
-`Linear` weights stored `[out, in]`, LayerNorm `weight`/`bias`). Original: `bert_config.json` +
-`bert_model.ckpt.*` (TF1 names, kernels `[in, out]`, LayerNorm `gamma`/`beta`) + `vocab.txt`.
-Weights are read and written with safetensors' numpy API only (never torch or pickle), so no
-checkpoint code runs on load.
+HuggingFace: `config.json` + weights (`hf_files` reads `model.safetensors`, `pytorch_model.bin`
+and `tf_model.h5`, in that order of preference, as PyTorch names: `Linear` weights `[out, in]`,
+LayerNorm `weight`/`bias`) + `vocab.txt` + `tokenizer_config.json`. Original: `bert_config.json` +
+`bert_model.ckpt.*` (TF1 names, kernels `[in, out]`, LayerNorm `gamma`/`beta`) + `vocab.txt`, and
+what `hf_metadata` keeps of the rest (the labels, the casing). HuggingFace directories are written
+with safetensors' numpy API only.
 
 Name rules (HuggingFace prefix `bert.` optional, as `BertModel` files omit it):
   embeddings.{word,position,token_type}_embeddings.weight <-> bert/embeddings/<name>
@@ -13,28 +14,33 @@ Name rules (HuggingFace prefix `bert.` optional, as `BertModel` files omit it):
   encoder.layer.<i>.<...>                                  <-> bert/encoder/layer_<i>/<...>
   cls.predictions.bias                                     <-> cls/predictions/output_bias
   cls.seq_relationship.{weight,bias}                       <-> cls/seq_relationship/output_{weights,bias}
-  classifier.{weight,bias} (sequence classification)      <-> output_{weights,bias} (run_classifier)
+  classifier.{weight,bias} (sequence or token              <-> output_{weights,bias} (run_classifier,
+    classification)                                            run_ner)
   qa_outputs.{weight,bias} (question answering)            <-> cls/squad/output_{weights,bias}
 The `[out, in]` heads keep their layout on both sides. `cls.predictions.decoder.*` is the tied
 word-embedding matrix and the same bias again, and `embeddings.position_ids` a constant buffer:
 neither is a weight, so neither is converted.
 """
 
+import dataclasses
 import json
 import os
 import re
 
+from absl import logging
+import keras
 import numpy as np
 from safetensors import numpy as safetensors_numpy
-import tensorflow as tf
 
 from modeling import bert_config as bert_config_lib
+from modeling import checkpoint_io
+from modeling.conversion import hf_files
+from modeling.conversion import hf_metadata
 from modeling.conversion import original_files
 from modeling.conversion.original_files import ConversionError
 
 HF_CONFIG = "config.json"
 HF_WEIGHTS = "model.safetensors"
-HF_WEIGHTS_INDEX = "model.safetensors.index.json"
 
 # HuggingFace `hidden_act` -> this project's; HuggingFace's "gelu" is the exact erf GELU.
 _HF_TO_BERT_ACTIVATION = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
@@ -145,8 +151,14 @@ def hf_config_to_bert(hf_config, source=HF_CONFIG):
     raise ConversionError(str(error)) from None
 
 
-def bert_config_to_hf(config, architecture):
-  """Returns a HuggingFace `config.json` dict for `config` (a `BertConfig`)."""
+def bert_config_to_hf(config, architecture, label_fields=None):
+  """Returns a HuggingFace `config.json` dict.
+
+  Args:
+    config: the `BertConfig`.
+    architecture: one of `hf_metadata.ARCHITECTURES`.
+    label_fields: `id2label` and `label2id` of a classifier head (`hf_metadata.hf_label_fields`).
+  """
   hf_config = {key: value for key, value in config.to_dict().items()
                if key in bert_config_lib.BertConfig.__dataclass_fields__ and key != "extra"}
   hf_config.update({
@@ -156,35 +168,9 @@ def bert_config_to_hf(config, architecture):
       "layer_norm_eps": 1e-12,
       "pad_token_id": 0,
       "position_embedding_type": "absolute",
+      **(label_fields or {}),
   })
   return hf_config
-
-
-def _weights_file(input_dir):
-  """The file naming the weights of `input_dir`: the shard index if there is one, else
-  `model.safetensors`."""
-  index_path = os.path.join(input_dir, HF_WEIGHTS_INDEX)
-  return index_path if tf.io.gfile.exists(index_path) else os.path.join(input_dir, HF_WEIGHTS)
-
-
-def read_hf_weights(input_dir):
-  """Reads `model.safetensors` (or the shards of its index) as {name: numpy array}."""
-  listing = _weights_file(input_dir)
-  if listing.endswith(HF_WEIGHTS_INDEX):
-    shards = sorted(set(original_files.read_json(listing)["weight_map"].values()))
-  else:
-    shards = [HF_WEIGHTS]
-  weights = {}
-  for shard in shards:
-    path = os.path.join(input_dir, shard)
-    if not tf.io.gfile.exists(path):
-      raise ConversionError(f"{path}: no such file (only safetensors weights are read)")
-    try:
-      with tf.io.gfile.GFile(path, "rb") as reader:
-        weights.update(safetensors_numpy.load(reader.read()))
-    except Exception as error:  # safetensors raises its own SafetensorError and OSError kinds.
-      raise ConversionError(f"{path}: unreadable safetensors file: {error}") from None
-  return weights
 
 
 def hf_weights_to_original(hf_weights):
@@ -195,7 +181,7 @@ def hf_weights_to_original(hf_weights):
     if mapped is None:
       continue
     name, transpose = mapped
-    original[name] = np.ascontiguousarray(value.T) if transpose else value
+    original[name] = np.ascontiguousarray(value.T if transpose else value)
   return original
 
 
@@ -217,41 +203,153 @@ def original_weights_to_hf(original_weights):
   return hf_weights
 
 
+@dataclasses.dataclass(frozen=True)
+class HfConversion:
+  """What a conversion from or to a HuggingFace directory carried besides the weights.
+
+  Attributes:
+    config: the `BertConfig`.
+    architecture: the HuggingFace architecture (`hf_to_bert`: `config.json`'s first
+      `architectures` entry, or None without; `bert_to_hf`: the one written).
+    labels: the classifier's labels in id order, or None.
+    do_lower_case: the tokenizer's casing, or None when the source does not say it.
+    tensors: the number of tensors written.
+    left_out: the original names the HuggingFace class has no place for (`bert_to_hf`: the
+      pooler of the classes without one), else ().
+  """
+  config: object
+  architecture: str | None
+  labels: list | None
+  do_lower_case: bool | None
+  tensors: int
+  left_out: tuple = ()
+
+
+_POOLER = "bert/pooler/dense/"
+
+
+def _initial_pooler(config):
+  """The pooler's weights as the original initializes them (truncated normal kernel of stddev
+  `initializer_range`, zero bias; seeded, so that a conversion gives the same file twice)."""
+  hidden = config.hidden_size
+  kernel = keras.initializers.TruncatedNormal(stddev=config.initializer_range, seed=0)(
+      (hidden, hidden))
+  return {_POOLER + "kernel": np.asarray(kernel, np.float32),
+          _POOLER + "bias": np.zeros([hidden], np.float32)}
+
+
+def _classifier_outputs(original_weights):
+  """The outputs of the root-scope classifier head, or None without one."""
+  bias = original_weights.get("output_bias")
+  return None if bias is None else int(np.shape(bias)[0])
+
+
 def convert_hf_to_original(input_dir, output_dir):
-  """Writes `bert_config.json`, `bert_model.ckpt.*` and `vocab.txt` into `output_dir`.
+  """Converts a HuggingFace BERT directory to the original layout.
+
+  Reads `config.json`, `vocab.txt`, the weights (`hf_files`: `model.safetensors`, else
+  `pytorch_model.bin`, else `tf_model.h5`) and `tokenizer_config.json` if there is one. Writes
+  `bert_config.json`, `bert_model.ckpt.*` and `vocab.txt`; `label_list.txt` for a classifier
+  head with named labels; `tokenizer_config.json` (`do_lower_case` alone) when the source says
+  its casing. All or nothing, every tensor checked first. A source without a pooler
+  (`hf_metadata.WITHOUT_POOLER`) gets one initialized as the original initializes it.
 
   Returns:
-    the `BertConfig` written.
+    the `HfConversion`.
+
+  Raises:
+    ConversionError: input that cannot be converted (nothing written then).
   """
   config_path = os.path.join(input_dir, HF_CONFIG)
-  config = hf_config_to_bert(original_files.read_json(config_path), source=config_path)
-  hf_weights = read_hf_weights(input_dir)
-  weights = hf_weights_to_original(hf_weights)
-  with_prefix = any(name.startswith("bert.") for name in hf_weights)
-  original_files.check_weights_fit(
-      weights, config, _weights_file(input_dir), HF_CONFIG,
-      source_name=lambda name: original_to_hf_name(name, with_prefix))
-  vocab = original_files.read_bytes(os.path.join(input_dir, original_files.VOCAB))
-  original_files.write_original(output_dir, config, weights, vocab)
-  return config
+  hf_config = original_files.read_json(config_path)
+  config = hf_config_to_bert(hf_config, source=config_path)
+  hf_weights = hf_files.read_weights(input_dir)
+  try:
+    weights = hf_weights_to_original(hf_weights.tensors)
+  except ConversionError as error:
+    raise ConversionError(f"{hf_weights.path}: {error}") from None
+  if not any(name.startswith(_POOLER) for name in weights):
+    # BertForTokenClassification and BertForQuestionAnswering have none; the original's encoder
+    # (and every runner's --init_checkpoint) has one, which their heads do not read.
+    weights.update(_initial_pooler(config))
+    logging.info("%s has no pooler (%s have none): bert/pooler/dense initialized as the "
+                 "original initializes it", hf_weights.path,
+                 " and ".join(hf_metadata.WITHOUT_POOLER))
+  with_prefix = any(name.startswith("bert.") for name in hf_weights.tensors)
+
+  def name_in_file(name):
+    hf_name, transpose = original_to_hf_name(name, with_prefix)
+    return (hf_weights.names_in_file.get(hf_name, hf_name),
+            transpose and hf_weights.pytorch_layout)
+
+  original_files.check_weights_fit(weights, config, hf_weights.path, HF_CONFIG,
+                                   source_name=name_in_file)
+  labels = hf_metadata.labels_from_hf_config(hf_config, _classifier_outputs(weights),
+                                             config_path)
+  do_lower_case = hf_metadata.read_do_lower_case(input_dir)
+  files = {original_files.VOCAB: original_files.read_bytes(
+               os.path.join(input_dir, original_files.VOCAB)),
+           original_files.BERT_CONFIG: config.to_json_string().encode("utf-8")}
+  if labels is not None:
+    files[hf_metadata.LABEL_LIST] = hf_metadata.label_list_bytes(labels)
+  if do_lower_case is not None:
+    files[hf_metadata.TOKENIZER_CONFIG] = hf_metadata.lower_case_config_bytes(do_lower_case)
+  original_files.write_outputs(output_dir, files, {
+      original_files.BERT_CHECKPOINT: lambda prefix: checkpoint_io.save_bundle(prefix, weights)})
+  architectures = hf_config.get("architectures") or [None]
+  return HfConversion(config, architectures[0], labels, do_lower_case, len(weights))
 
 
-def convert_original_to_hf(input_dir, output_dir, vocab_file=None):
-  """Writes `config.json`, `model.safetensors` and `vocab.txt` into `output_dir`.
+def convert_original_to_hf(input_dir, output_dir, vocab_file=None, architecture=None,
+                           do_lower_case=True):
+  """Converts a directory in the original layout (or a run's --output_dir) to HuggingFace's.
 
-  `input_dir` holds `bert_config.json`, `vocab.txt` and a checkpoint (`bert_model.ckpt`, or the
-  latest of a `checkpoint` state file, as `run_pretraining.py` writes; then `vocab_file`, if it
-  has no `vocab.txt`).
+  Reads `bert_config.json`, `vocab.txt` (or `vocab_file`), the checkpoint (`bert_model.ckpt`, or
+  the latest of a `checkpoint` state file), and if there, `label_list.txt` and
+  `tokenizer_config.json`. Writes `config.json` (its `architectures` from the heads, and
+  `id2label` / `label2id` for a classifier head), `model.safetensors`, `vocab.txt` and
+  `tokenizer_config.json`. The pooler is left out for the classes without one
+  (`hf_metadata.WITHOUT_POOLER`).
+
+  Args:
+    input_dir: the directory to convert.
+    output_dir: the directory to write.
+    vocab_file: the vocabulary, when `input_dir` has no `vocab.txt`.
+    architecture: the HuggingFace architecture, needed only to tell a sequence classifier from a
+      token classifier (`hf_metadata.architecture_of`).
+    do_lower_case: the tokenizer's casing, unless `input_dir`'s `tokenizer_config.json` says it.
 
   Returns:
-    the list of HuggingFace tensor names written.
+    the `HfConversion`.
+
+  Raises:
+    ConversionError: input that cannot be converted (nothing written then).
   """
   config, original_weights, vocab = original_files.read_original(input_dir, vocab_file)
+  architecture = hf_metadata.architecture_of(
+      [name for name in original_weights if not original_files.is_training_state(name)],
+      architecture, input_dir)
+  left_out = ()
+  if architecture in hf_metadata.WITHOUT_POOLER:
+    left_out = tuple(sorted(name for name in original_weights if name.startswith(_POOLER)
+                            and not original_files.is_training_state(name)))
+    original_weights = {name: value for name, value in original_weights.items()
+                        if not name.startswith(_POOLER)}
   hf_weights = original_weights_to_hf(original_weights)
-  architecture = "BertForPreTraining" if "cls.predictions.bias" in hf_weights else "BertModel"
-  config_json = json.dumps(bert_config_to_hf(config, architecture), indent=2, sort_keys=True)
+  labels, label_fields = None, None
+  if architecture in hf_metadata.CLASSIFIERS:
+    num_outputs = _classifier_outputs(original_weights)
+    labels = hf_metadata.read_label_list(input_dir, num_outputs)
+    label_fields = hf_metadata.hf_label_fields(labels, num_outputs)
+  saved_lower_case = hf_metadata.read_do_lower_case(input_dir)
+  if saved_lower_case is not None:
+    do_lower_case = saved_lower_case
+  config_json = json.dumps(bert_config_to_hf(config, architecture, label_fields), indent=2,
+                           sort_keys=True)
   original_files.write_outputs(output_dir, {
       original_files.VOCAB: vocab,
       HF_WEIGHTS: safetensors_numpy.save(hf_weights, metadata={"format": "pt"}),
-      HF_CONFIG: (config_json + "\n").encode("utf-8")})
-  return sorted(hf_weights)
+      HF_CONFIG: (config_json + "\n").encode("utf-8"),
+      hf_metadata.TOKENIZER_CONFIG: hf_metadata.hf_tokenizer_config_bytes(
+          do_lower_case, config.max_position_embeddings)})
+  return HfConversion(config, architecture, labels, do_lower_case, len(hf_weights), left_out)

@@ -5,6 +5,7 @@ import dataclasses
 from base import config
 from base import errors
 from base import output_locations
+from modeling.conversion import hf_metadata
 
 DIRECTIONS = ("hf_to_bert", "bert_to_hf", "keras_hub_to_bert", "bert_to_keras_hub",
               "model_garden_to_bert", "bert_to_model_garden", "tf_hub_to_bert")
@@ -32,8 +33,15 @@ class ConversionConfig(config.FlagConfig):
   input_dir: str | None = config.flag("string", None, "Directory to convert.")
   output_dir: str | None = config.flag("string", None, "Directory to write (created if needed).")
   do_lower_case: bool = config.flag(
-      "bool", True, "bert_to_keras_hub: the preset's tokenizer lower-cases and strips accents, "
-      "as the original's --do_lower_case.")
+      "bool", True, "bert_to_keras_hub, bert_to_hf: the written tokenizer lower-cases and strips "
+      "accents, as the original's --do_lower_case (bert_to_hf: unless --input_dir has a "
+      "tokenizer_config.json, as hf_to_bert writes, which says it).")
+  hf_architecture: str | None = config.flag(
+      "enum", None, "bert_to_hf: the HuggingFace model class of config.json's architectures. "
+      "Inferred from the checkpoint's heads, except for a classifier head (root-scope "
+      "output_weights), which is BertForSequenceClassification's (run_classifier.py) or "
+      "BertForTokenClassification's (run_ner.py): say which.",
+      enum_values=hf_metadata.ARCHITECTURES)
   vocab_file: str | None = config.flag(
       "string", None, "bert_to_* and model_garden_to_bert: the vocabulary, when --input_dir has "
       "no vocab.txt (a run's --output_dir, read at its latest checkpoint; a Model Garden "
@@ -48,8 +56,8 @@ class ConversionConfig(config.FlagConfig):
       "Garden's export_tfhub flag of that name.")
 
   def validate(self):
-    """The checks before the input is read: a known direction and a writable --output_dir
-    (the converters check their input themselves before writing anything).
+    """The checks before the input is read: a known direction and architecture, and a writable
+    --output_dir (the converters check their input themselves before writing anything).
 
     Raises:
       errors.UserError: the first problem found (its message names the flag).
@@ -57,5 +65,8 @@ class ConversionConfig(config.FlagConfig):
     if self.direction not in DIRECTIONS:
       raise errors.UsageError(f"--direction={self.direction}: not one of "
                               f"{', '.join(DIRECTIONS)}")
+    if self.hf_architecture not in (None,) + hf_metadata.ARCHITECTURES:
+      raise errors.UsageError(f"--hf_architecture={self.hf_architecture}: not one of "
+                              f"{', '.join(hf_metadata.ARCHITECTURES)}")
     output_locations.check_output_dir("output_dir", self.output_dir)
     super().validate()

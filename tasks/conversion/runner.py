@@ -28,18 +28,37 @@ class ConversionResult:
     output_dir: the directory written.
     left_out: the names of the variables the target had no place for (`bert_to_*`), else ().
     do_lower_case: the casing the converted tokenizer asks for (keras_hub_to_bert,
-      tf_hub_to_bert), else None.
+      tf_hub_to_bert, hf_to_bert when its tokenizer_config.json says it), or writes
+      (bert_to_hf), else None.
+    hf_architecture: the HuggingFace model class read (hf_to_bert, from config.json's
+      architectures, when it names one) or written (bert_to_hf), else None.
+    labels: the classifier's labels in id order that hf_to_bert wrote to label_list.txt or
+      bert_to_hf to config.json's id2label, else ().
   """
   direction: str
   output_dir: str
   left_out: tuple = ()
   do_lower_case: bool | None = None
+  hf_architecture: str | None = None
+  labels: tuple = ()
 
 
 def _log_left_out(names, target):
   if names:
     logging.info("left out %d variables (%s has no place for them): %s", len(names), target,
                  ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""))
+
+
+def _labels_note(labels, where):
+  return f"; {len(labels)} labels in {where}" if labels else ""
+
+
+def _with_hf_meaning(result, converted):
+  """`result` with what a HuggingFace conversion (`huggingface.HfConversion`) carried."""
+  return dataclasses.replace(result, do_lower_case=converted.do_lower_case,
+                             hf_architecture=converted.architecture,
+                             labels=tuple(converted.labels or ()),
+                             left_out=tuple(converted.left_out))
 
 
 def run(config):
@@ -62,12 +81,21 @@ def _convert(config):
   direction, input_dir, output_dir = config.direction, config.input_dir, config.output_dir
   result = ConversionResult(direction=direction, output_dir=output_dir)
   if direction == "hf_to_bert":
-    bert_config = huggingface.convert_hf_to_original(input_dir, output_dir)
-    logging.info("wrote %s in the original layout (hidden_act=%s)", output_dir,
-                 bert_config.hidden_act)
+    converted = huggingface.convert_hf_to_original(input_dir, output_dir)
+    logging.info("wrote %s in the original layout (hidden_act=%s, from %s)%s%s", output_dir,
+                 converted.config.hidden_act, converted.architecture or "a config.json without "
+                 "architectures", _labels_note(converted.labels, "label_list.txt"),
+                 "" if converted.do_lower_case is None
+                 else f"; pass --do_lower_case={converted.do_lower_case}")
+    result = _with_hf_meaning(result, converted)
   elif direction == "bert_to_hf":
-    names = huggingface.convert_original_to_hf(input_dir, output_dir, config.vocab_file)
-    logging.info("wrote %d tensors to %s/%s", len(names), output_dir, huggingface.HF_WEIGHTS)
+    converted = huggingface.convert_original_to_hf(
+        input_dir, output_dir, config.vocab_file, config.hf_architecture, config.do_lower_case)
+    _log_left_out(list(converted.left_out), converted.architecture)
+    logging.info("wrote %d tensors to %s/%s as %s%s, tokenizer do_lower_case=%s",
+                 converted.tensors, output_dir, huggingface.HF_WEIGHTS, converted.architecture,
+                 _labels_note(converted.labels, "id2label"), converted.do_lower_case)
+    result = _with_hf_meaning(result, converted)
   elif direction == "keras_hub_to_bert":
     bert_config, lowercase = keras_hub.convert_keras_hub_to_original(input_dir,
                                                                                output_dir)
