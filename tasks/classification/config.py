@@ -24,7 +24,7 @@ class ClassificationConfig(tasks_config.FineTuningWithEvalConfig):
     >>> run_config.eval_batch_size, run_config.max_seq_length
     (8, 128)
   """
-  REQUIRED = ("data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir")
+  REQUIRED = ("data_dir", "task_name", "output_dir")  # model files may come from a name
 
   data_dir: str | None = config.flag("string", None,
                                      "Directory of the task's train/dev/test files.")

@@ -25,7 +25,7 @@ class MultipleChoiceConfig(tasks_config.FineTuningWithEvalConfig):
     ...                      output_dir="/tmp/mc").do_train
     False
   """
-  REQUIRED = ("task_name", "vocab_file", "bert_config_file", "output_dir")
+  REQUIRED = ("task_name", "output_dir")  # model files may come from a name
 
   train_batch_size: int = tasks_config.batch_size_field(
       _UNIT, "optimizer step, over all replicas.", 32)
