@@ -380,3 +380,33 @@ def test_safetensors_then_pytorch_then_tf_h5_is_read(saved, tmp_path):
       f"convert_checkpoint.py: error: {input_dir}: no model.safetensors, pytorch_model.bin or "
       "tf_model.h5 (nor a shard index of the first two)")
   assert not (tmp_path / "out").exists()
+
+
+def test_a_label_list_of_another_length_is_refused(saved, tmp_path):
+  _, source = saved["BertForSequenceClassification"]
+  _convert("--direction=hf_to_bert", f"--input_dir={source}", f"--output_dir={tmp_path / 'bert'}")
+  (tmp_path / "bert" / "label_list.txt").write_text("yes\nno\n")
+  result = scripts.run_in_process("convert_checkpoint.py", "--direction=bert_to_hf",
+                                  f"--input_dir={tmp_path / 'bert'}",
+                                  f"--output_dir={tmp_path / 'hf'}",
+                                  "--hf_architecture=BertForSequenceClassification")
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"convert_checkpoint.py: error: {tmp_path / 'bert'}/label_list.txt: 2 labels, but the "
+      "classifier head has 3 outputs")
+  assert not (tmp_path / "hf").exists()
+
+
+def test_a_regression_head_has_no_label_list(tmp_path):
+  torch.manual_seed(0)
+  config = transformers.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=2, intermediate_size=37,
+                                   max_position_embeddings=24, num_labels=1)
+  transformers.BertForSequenceClassification(config).save_pretrained(str(tmp_path / "hf"))
+  (tmp_path / "hf" / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCAB))
+  result = _convert("--direction=hf_to_bert", f"--input_dir={tmp_path / 'hf'}",
+                    f"--output_dir={tmp_path / 'bert'}")
+  assert result.labels == () and result.do_lower_case is None
+  assert sorted(path.name for path in (tmp_path / "bert").iterdir()) == [
+      "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
+      "vocab.txt"]
