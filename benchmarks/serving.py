@@ -128,7 +128,7 @@ def export_same_weights(hf_model, vocab_file, work_dir):
   hf_dir, bert_dir = work_dir / "hf", work_dir / "bert"
   hf_model.save_pretrained(str(hf_dir))
   (hf_dir / "vocab.txt").write_bytes(pathlib.Path(vocab_file).read_bytes())
-  config = huggingface.convert_hf_to_original(str(hf_dir), str(bert_dir))
+  config = huggingface.convert_hf_to_original(str(hf_dir), str(bert_dir)).config
   model = classifier_model.BertClassifier(config, len(LABELS))
   report = checkpoint_io.assign_from_checkpoint(model.name_to_variable(),
                                                 str(bert_dir / "bert_model.ckpt"))

@@ -11,6 +11,7 @@ Slow tier, as the other SavedModel exports: one export and its loads take about 
 
 import inspect
 import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from modeling import encoder as encoder_lib
 from modeling.conversion import model_garden
 from serving import tf_hub_export
 from tests import original_dirs
+from tests import scripts
 
 MODEL_GARDEN_ENCODER = (pathlib.Path(__file__).parent / "fixtures" / "model_garden"
                         / "tf_hub_encoder" / "saved_model")
@@ -289,3 +291,16 @@ def test_failure_while_saving_leaves_nothing(exported, tmp_path, monkeypatch):
     tf_hub_export.export_tf_hub(str(exported[1]), str(tmp_path / "hub"), do_lower_case=True)
   assert len(saves) == 2
   assert list((tmp_path / "hub").iterdir()) == []
+
+
+def test_convert_checkpoint_exports_with_the_casing_the_model_records(exported, tmp_path):
+  model_dir = tmp_path / "cased"
+  shutil.copytree(exported[1], model_dir)
+  (model_dir / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+  result = scripts.run_in_process("convert_checkpoint.py", "--direction=bert_to_tf_hub",
+                                  f"--input_dir={model_dir}", f"--output_dir={tmp_path / 'hub'}")
+  assert result.returncode == 0, result.stderr
+  assert result.result.do_lower_case is False
+  assert result.result.left_out == tuple(exported[0].left_out)
+  encoder = tf.saved_model.load(str(tmp_path / "hub" / "encoder"))
+  assert not bool(encoder.do_lower_case.numpy())

@@ -8,7 +8,7 @@ from base import output_locations
 from modeling.conversion import hf_metadata
 
 DIRECTIONS = ("hf_to_bert", "bert_to_hf", "keras_hub_to_bert", "bert_to_keras_hub",
-              "model_garden_to_bert", "bert_to_model_garden", "tf_hub_to_bert")
+              "model_garden_to_bert", "bert_to_model_garden", "tf_hub_to_bert", "bert_to_tf_hub")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -30,12 +30,15 @@ class ConversionConfig(config.FlagConfig):
   direction: str | None = config.flag(
       "enum", None, "<source>_to_bert: a directory of that source -> the original layout; "
       "bert_to_<target>: back.", enum_values=DIRECTIONS)
-  input_dir: str | None = config.flag("string", None, "Directory to convert.")
+  input_dir: str | None = config.flag(
+      "string", None, "Directory to convert; for hf_to_bert and bert_to_*, also a released "
+      "model's name or a HuggingFace repo id (docs/pretrained_models.md).")
   output_dir: str | None = config.flag("string", None, "Directory to write (created if needed).")
   do_lower_case: bool = config.flag(
-      "bool", True, "bert_to_keras_hub, bert_to_hf: the written tokenizer lower-cases and strips "
-      "accents, as the original's --do_lower_case (bert_to_hf: unless --input_dir has a "
-      "tokenizer_config.json, as hf_to_bert writes, which says it).")
+      "bool", True, "bert_to_keras_hub, bert_to_hf, bert_to_tf_hub: the written tokenizer "
+      "lower-cases and strips accents, as the original's --do_lower_case (bert_to_hf and "
+      "bert_to_tf_hub: unless --input_dir has a tokenizer_config.json, as hf_to_bert writes, "
+      "which says it).")
   hf_architecture: str | None = config.flag(
       "enum", None, "bert_to_hf: the HuggingFace model class of config.json's architectures. "
       "Inferred from the checkpoint's heads, except for a classifier head (root-scope "

@@ -14,9 +14,12 @@ from absl import logging
 
 from base import cluster
 from base import output_locations
+from modeling import pretrained_models
+from modeling.conversion import hf_metadata
 from modeling.conversion import huggingface
 from modeling.conversion import keras_hub
 from modeling.conversion import model_garden
+from serving import tf_hub_export
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +75,8 @@ def run(config):
     errors.UserError: a flag, or input that cannot be converted (nothing written then).
   """
   config.validate()
+  config = config.replace(
+      input_dir=pretrained_models.resolve_input_dir(config.input_dir, config.direction))
   with output_locations.claimed_output_dir("output_dir", config.output_dir,
                                            claim=cluster.is_chief_process()):
     return _convert(config)
@@ -129,4 +134,13 @@ def _convert(config):
                  bert_config.num_hidden_layers, bert_config.hidden_act, difference,
                  do_lower_case)
     result = dataclasses.replace(result, do_lower_case=do_lower_case)
+  elif direction == "bert_to_tf_hub":
+    saved_lower_case = hf_metadata.read_do_lower_case(input_dir)
+    lower_case = config.do_lower_case if saved_lower_case is None else saved_lower_case
+    export = tf_hub_export.export_tf_hub(input_dir, output_dir, lower_case, config.vocab_file)
+    _log_left_out(export.left_out, "a TF Hub BERT encoder")
+    logging.info("wrote the TF Hub encoder %s and preprocessing %s (seq_length %d by default)",
+                 export.encoder_dir, export.preprocessing_dir, export.default_seq_length)
+    result = dataclasses.replace(result, left_out=tuple(export.left_out),
+                                 do_lower_case=lower_case)
   return result
