@@ -29,6 +29,7 @@ import re
 import shutil
 
 from absl import logging
+import tensorflow as tf
 
 from base import atomic_files
 from base import downloads
@@ -346,25 +347,42 @@ def check_case(do_lower_case, init_checkpoint):
       "the model was pretrained")
 
 
+def _files_beside(checkpoint):
+  """`(bert_config.json, vocab.txt)` in the directory of a checkpoint path (a prefix or a
+  directory), each None where the directory has no such file."""
+  directory = checkpoint if tf.io.gfile.isdir(checkpoint) else os.path.dirname(checkpoint)
+  return tuple(path if tf.io.gfile.exists(path) else None
+               for path in (os.path.join(directory, CONFIG), os.path.join(directory, VOCAB)))
+
+
 def resolve_config(config, flag="init_checkpoint"):
   """`config` with the model its `flag` names resolved (`resolve`): the flag set to the
   model's checkpoint, and `bert_config_file` and `vocab_file`, the config's fields that are
-  unset, to the model's files. A config whose flag is a path comes back as it is.
+  unset, to the model's files. For a path, those fields default to the `bert_config.json` and
+  `vocab.txt` beside the checkpoint, when it has them (a released model's directory, a
+  conversion's output, a run's `--output_dir`).
 
   Args:
     config: a `base.config.FlagConfig` with a field `flag`.
     flag: the field that may name a model.
   """
-  model = resolve(getattr(config, flag), flag)
+  value = getattr(config, flag)
+  model = resolve(value, flag)
   if model is None:
-    return config
-  changes = {flag: model.checkpoint}
-  for field, path in (("bert_config_file", model.bert_config_file),
-                      ("vocab_file", model.vocab_file)):
-    if hasattr(config, field) and getattr(config, field) is None:
+    if not value:
+      return config
+    changes = {}
+    bert_config_file, vocab_file = _files_beside(value)
+  else:
+    changes = {flag: model.checkpoint}
+    bert_config_file, vocab_file = model.bert_config_file, model.vocab_file
+    logging.info("--%s=%s: using %s", flag, value, model.directory)
+  for field, path in (("bert_config_file", bert_config_file), ("vocab_file", vocab_file)):
+    if path and hasattr(config, field) and getattr(config, field) is None:
       changes[field] = path
-  logging.info("--%s=%s: using %s", flag, getattr(config, flag), model.directory)
-  return config.replace(**changes)
+      if model is None:
+        logging.info("--%s=%s: the one beside --%s", field, path, flag)
+  return config.replace(**changes) if changes else config
 
 
 def resolve_input_dir(input_dir, direction):
@@ -409,5 +427,5 @@ class WeightsByName:
                 f": --init_checkpoint={self.init_checkpoint} gives its default only once "
                 "resolved (run() does it first; or call config.resolve_weights())"
                 if is_known_name(self.init_checkpoint) else
-                " (or an --init_checkpoint naming a released or HuggingFace model, whose file "
-                "it then defaults to)"))
+                " (or an --init_checkpoint naming a released or HuggingFace model, or beside "
+                "which it lies, whose file it then defaults to)"))

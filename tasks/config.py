@@ -73,11 +73,11 @@ class FineTuningConfig(training_config.EngineConfig):
       "instead of --max_seq_length. Default: on, except on TPU, which needs static shapes.")
 
   bert_config_file: str | None = _fine_tuning(
-      "string", None, "bert_config.json of the pretrained model (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "bert_config.json of the pretrained model (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   vocab_file: str | None = _fine_tuning(
-      "string", None, "vocab.txt of the pretrained model (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "vocab.txt of the pretrained model (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   do_lower_case: bool = _fine_tuning(
       "bool", True, "Lower-case the input (True for uncased models).")
   max_seq_length: int = max_seq_length_field(128)

@@ -297,3 +297,18 @@ def test_a_runner_takes_a_released_model_by_name_alone(server, cache, tiny_model
   predictions = (tmp_path / "out" / "test_results.tsv").read_text().splitlines()
   assert len(predictions) == test_rows, result
   assert (cache / "2018_10_18" / name / "bert_model.ckpt.index").exists()
+
+
+def test_a_checkpoint_path_brings_the_files_beside_it(tiny_model, tmp_path):
+  config = ClassificationConfig(
+      task_name="tsv", data_dir=str(SAMPLES_DIR / "classification"), do_predict=True,
+      output_dir=str(tmp_path / "out"), init_checkpoint=str(tiny_model / "bert_model.ckpt"))
+  resolved = config.resolve_weights()
+  assert resolved.bert_config_file == str(tiny_model / "bert_config.json")
+  assert resolved.vocab_file == str(tiny_model / "vocab.txt")
+  assert resolved.init_checkpoint == config.init_checkpoint
+  given = config.replace(vocab_file=str(tmp_path / "mine.txt")).resolve_weights()
+  assert given.vocab_file == str(tmp_path / "mine.txt")
+  (tmp_path / "bare").mkdir()
+  bare = config.replace(init_checkpoint=str(tmp_path / "bare" / "model.ckpt-5")).resolve_weights()
+  assert bare.bert_config_file is None and bare.vocab_file is None

@@ -62,8 +62,8 @@ class ExtractFeaturesConfig(pretrained_models.WeightsByName, config.FlagConfig):
   layers: str = config.flag(
       "string", "-1,-2,-3,-4", "Comma-separated encoder layer indices (-1 = last).")
   bert_config_file: str | None = config.flag(
-      "string", None, "bert_config.json of the model (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "bert_config.json of the model (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   max_seq_length: int = config.flag(
       "integer", 128, "Word pieces per input after packing; longer inputs are truncated as the "
       "original.")
@@ -171,11 +171,11 @@ class ExportModelConfig(pretrained_models.WeightsByName, config.FlagConfig):
   export_version: int | None = tasks_config.export_version_field()
   export_ids_only: bool = tasks_config.export_ids_only_field()
   bert_config_file: str | None = config.flag(
-      "string", None, "bert_config.json of the pretrained model (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "bert_config.json of the pretrained model (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   vocab_file: str | None = config.flag(
-      "string", None, "vocab.txt of the pretrained model (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "vocab.txt of the pretrained model (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   do_lower_case: bool = config.flag(
       "bool", True, "Lower-case the input (True for uncased models).")
   init_checkpoint: str | None = config.flag(

@@ -32,8 +32,8 @@ class PretrainingConfig(training_config.InputCompressionConfig, training_config.
   REQUIRED = ("input_file", "output_dir")  # --bert_config_file may come from --init_checkpoint
 
   bert_config_file: str | None = config.flag(
-      "string", None, "bert_config.json of the model to train (default: that of the model "
-      "--init_checkpoint names).")
+      "string", None, "bert_config.json of the model to train (default: the one beside "
+      "--init_checkpoint, or of the model it names).")
   input_file: str | None = config.flag(
       "string", None, "Comma-separated globs of TFRecords from create_pretraining_data.py.")
   max_seq_length: int = config.flag("integer", 128, "Sequence length of the records.")
