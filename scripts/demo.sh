@@ -339,7 +339,63 @@ for target in ("keras_hub", "model_garden"):
         f"to the run's (heads kept: {', '.join(heads) or 'none'})")
 PY
 
-stage "15. Create the data of stage 3 again as an Apache Beam pipeline (needs requirements-beam.txt)"
+stage "15. Hand the topic classifier to HuggingFace and back, serve the converted model without training; export the encoder in TF Hub's interface"
+rm -rf "$DEMO_DIR/hf" "$DEMO_DIR/tf_hub"
+"$PYTHON" convert_checkpoint.py --direction=bert_to_hf --input_dir="$DEMO_DIR/classifier_output" \
+  --vocab_file="$DEMO_DIR/vocab.txt" --hf_architecture=BertForSequenceClassification \
+  --output_dir="$DEMO_DIR/hf/classifier" --alsologtostderr=false
+"$PYTHON" -c "import json, sys; c = json.load(open(sys.argv[1])); print(
+    f\"HuggingFace model: {c['architectures'][0]}, id2label {c['id2label']}, files:\",
+    ' '.join(sorted(__import__('os').listdir(sys.argv[2]))))" \
+  "$DEMO_DIR/hf/classifier/config.json" "$DEMO_DIR/hf/classifier"
+"$PYTHON" convert_checkpoint.py --direction=hf_to_bert --input_dir="$DEMO_DIR/hf/classifier" \
+  --output_dir="$DEMO_DIR/hf/classifier_back" --alsologtostderr=false
+echo "Back in the original layout: $(cd "$DEMO_DIR/hf/classifier_back" && ls | tr '\n' ' ')"
+"$PYTHON" run_classifier.py --task_name=tsv --data_dir=samples/classification --do_predict \
+  --init_checkpoint="$DEMO_DIR/hf/classifier_back/bert_model.ckpt" --max_seq_length=64 \
+  --output_dir="$DEMO_DIR/hf/classifier_run" --export_dir="$DEMO_DIR/hf/classifier_export" \
+  --export_version=1 --distribution_strategy=one_device --alsologtostderr=false
+"$PYTHON" - "$DEMO_DIR" <<'PY'
+import sys
+import numpy as np
+import base  # noqa: F401  (imports TensorFlow without its start-up lines)
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+from modeling import checkpoint_io
+demo = sys.argv[1]
+run = checkpoint_io.read_checkpoint(f"{demo}/classifier_output")
+back = checkpoint_io.read_checkpoint(f"{demo}/hf/classifier_back/bert_model.ckpt")
+same = all(np.asarray(value).tobytes() == run[name].tobytes() for name, value in back.items())
+print(f"{len(back)} tensors, {'all' if same else 'NOT all'} bit-identical to the run's last "
+      "checkpoint; the converted model, served with no training (labels from label_list.txt):")
+model = tf.saved_model.load(f"{demo}/hf/classifier_export/1")
+sentences = ["The bees flew over the river.", "She baked bread with honey.",
+             "The carpenter cut the spruce."]
+outputs = model.signatures["serving_default"](text_a=tf.constant(sentences))
+for sentence, label, probabilities in zip(sentences, outputs["label"].numpy(),
+                                          outputs["probabilities"].numpy()):
+  print(f"  {label.decode():7} ({probabilities.max():.2f})  {sentence}")
+PY
+"$PYTHON" convert_checkpoint.py --direction=bert_to_tf_hub \
+  --input_dir="$DEMO_DIR/pretraining_output" --vocab_file="$DEMO_DIR/vocab.txt" \
+  --output_dir="$DEMO_DIR/tf_hub" --alsologtostderr=false
+"$PYTHON" - "$DEMO_DIR/tf_hub" <<'PY'
+import sys
+import base  # noqa: F401  (imports TensorFlow without its start-up lines)
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the preprocessing's tokenizer ops, as TF Hub's own)
+preprocess = tf.saved_model.load(f"{sys.argv[1]}/preprocessing")
+encoder = tf.saved_model.load(f"{sys.argv[1]}/encoder")
+inputs = preprocess(tf.constant(["The lamp burned paraffin.", "Sourdough needs salt."]))
+outputs = encoder(inputs)
+print("TF Hub BERT interface, loaded with tf.saved_model.load alone: inputs " + ", ".join(
+    f"{name} {tuple(value.shape)}" for name, value in sorted(inputs.items())) + "; outputs "
+    f"pooled_output {tuple(outputs['pooled_output'].shape)}, sequence_output "
+    f"{tuple(outputs['sequence_output'].shape)}, encoder_outputs {len(outputs['encoder_outputs'])} "
+    f"layers; do_lower_case {bool(encoder.do_lower_case.numpy())}")
+PY
+
+stage "16. Create the data of stage 3 again as an Apache Beam pipeline (needs requirements-beam.txt)"
 if "$PYTHON" -c "import apache_beam" 2>/dev/null; then
   # FnApiRunner is the DirectRunner's local engine; the DirectRunner itself first tries to
   # download Beam's Prism runner.
@@ -357,6 +413,6 @@ else
   echo "skipped: apache-beam is not installed (.venv/bin/pip install -r requirements-beam.txt)"
 fi
 
-stage "16. The same from Python: fine-tune a classifier and a tagger back to back in one process, ask the export (examples/python_api.py)"
+stage "17. The same from Python: fine-tune a classifier and a tagger back to back in one process, ask the export (examples/python_api.py)"
 rm -rf "$DEMO_DIR/python_api"
 PYTHONPATH=. "$PYTHON" examples/python_api.py 2>"$DEMO_DIR/python_api.log" || { tail -5 "$DEMO_DIR/python_api.log"; exit 1; }
