@@ -24,6 +24,7 @@ from modeling import pretrained_models
 from tasks import runner as fine_tuning_runner
 from tasks.classification.config import ClassificationConfig
 from tests import original_dirs
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 ORIGINAL_NAMES = ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
@@ -312,3 +313,17 @@ def test_a_checkpoint_path_brings_the_files_beside_it(tiny_model, tmp_path):
   (tmp_path / "bare").mkdir()
   bare = config.replace(init_checkpoint=str(tmp_path / "bare" / "model.ckpt-5")).resolve_weights()
   assert bare.bert_config_file is None and bare.vocab_file is None
+
+
+def test_convert_checkpoint_takes_a_name_as_its_input(server, cache, tiny_model, tmp_path):
+  name = "uncased_L-2_H-128_A-2"
+  server.files[f"/bert_models/2020_02_20/{name}.zip"] = release_zip(tiny_model, None)
+  result = scripts.run_in_process("convert_checkpoint.py", "--direction=bert_to_hf",
+                                  f"--input_dir={name}", f"--output_dir={tmp_path / 'hf'}")
+  assert result.returncode == 0, result.stderr
+  assert (tmp_path / "hf" / "vocab.txt").read_bytes() == (tiny_model / "vocab.txt").read_bytes()
+  assert json.loads((tmp_path / "hf" / "config.json").read_text())["num_hidden_layers"] == 2
+  refused = scripts.run_in_process("convert_checkpoint.py", "--direction=hf_to_bert",
+                                   f"--input_dir={name}", f"--output_dir={tmp_path / 'back'}")
+  assert refused.returncode == 1
+  assert "already in the original layout" in refused.stderr.splitlines()[-1]
