@@ -367,14 +367,15 @@ run = checkpoint_io.read_checkpoint(f"{demo}/classifier_output")
 back = checkpoint_io.read_checkpoint(f"{demo}/hf/classifier_back/bert_model.ckpt")
 same = all(np.asarray(value).tobytes() == run[name].tobytes() for name, value in back.items())
 print(f"{len(back)} tensors, {'all' if same else 'NOT all'} bit-identical to the run's last "
-      "checkpoint; the converted model, served with no training (labels from label_list.txt):")
-model = tf.saved_model.load(f"{demo}/hf/classifier_export/1")
+      "checkpoint. Served with no training (labels from label_list.txt), beside stage 11's "
+      "export of the run's best checkpoint:")
 sentences = ["The bees flew over the river.", "She baked bread with honey.",
              "The carpenter cut the spruce."]
-outputs = model.signatures["serving_default"](text_a=tf.constant(sentences))
-for sentence, label, probabilities in zip(sentences, outputs["label"].numpy(),
-                                          outputs["probabilities"].numpy()):
-  print(f"  {label.decode():7} ({probabilities.max():.2f})  {sentence}")
+answers = [tf.saved_model.load(path).signatures["serving_default"](text_a=tf.constant(sentences))
+           for path in (f"{demo}/hf/classifier_export/1", f"{demo}/export/1")]
+for i, sentence in enumerate(sentences):
+  print("  " + "   ".join(f"{a['label'][i].numpy().decode():7} ({a['probabilities'][i].numpy().max():.2f})"
+                          for a in answers) + f"   {sentence}")
 PY
 "$PYTHON" convert_checkpoint.py --direction=bert_to_tf_hub \
   --input_dir="$DEMO_DIR/pretraining_output" --vocab_file="$DEMO_DIR/vocab.txt" \

@@ -133,17 +133,9 @@ def _shards(path):
   return [os.path.join(os.path.dirname(path), shard) for shard in sorted(set(weight_map.values()))]
 
 
-def _read_bytes(path):
-  """The contents of a weights file, with a one-line error if it is not there."""
-  if not tf.io.gfile.exists(path):
-    raise ConversionError(f"{path}: no such file")
-  with tf.io.gfile.GFile(path, "rb") as reader:
-    return reader.read()
-
-
 def _read_safetensors(path):
   """{name: array} of a safetensors file."""
-  contents = _read_bytes(path)
+  contents = original_files.read_bytes(path)
   try:
     return safetensors_numpy.load(contents)
   except Exception as error:  # safetensors raises its own SafetensorError and OSError kinds.
@@ -158,7 +150,7 @@ def _read_torch(path):
   except ImportError:
     raise ConversionError(f"{path}: reading a PyTorch file needs torch: pip install torch, or "
                           "convert it to model.safetensors") from None
-  contents = _read_bytes(path)
+  contents = original_files.read_bytes(path)
   try:
     state_dict = torch.load(io.BytesIO(contents), weights_only=True, map_location="cpu")
   except Exception as error:  # torch raises RuntimeError, UnpicklingError, EOFError, ...
@@ -193,7 +185,7 @@ def _read_tf_h5(path):
   path below the group. A weight shared by two layers (the masked LM's tied word embeddings) is
   listed by both.
   """
-  contents = _read_bytes(path)
+  contents = original_files.read_bytes(path)
   weights = {}
   try:
     with h5py.File(io.BytesIO(contents), "r") as h5_file:
