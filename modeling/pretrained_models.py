@@ -23,7 +23,6 @@ fetch it again.
 
 import dataclasses
 import difflib
-import json
 import os
 import re
 import shutil
@@ -34,6 +33,7 @@ import tensorflow as tf
 from base import atomic_files
 from base import downloads
 from base import errors
+from modeling.conversion import hf_metadata
 from modeling.conversion import huggingface
 
 RELEASE_URL_ENV = "BERT_MODELS_URL"
@@ -44,7 +44,7 @@ CHECKPOINT = "bert_model.ckpt"
 CONFIG = "bert_config.json"
 VOCAB = "vocab.txt"
 ORIGINAL_FILES = (CONFIG, VOCAB, CHECKPOINT + ".index")
-HF_TOKENIZER_CONFIG = "tokenizer_config.json"
+HF_TOKENIZER_CONFIG = hf_metadata.TOKENIZER_CONFIG
 # The weights of a hub repository, in the order looked for.
 HF_WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5")
 
@@ -243,13 +243,11 @@ def _hub_model(repo_id, flag, cache_dir):
         temporary = atomic_files.temporary_name(directory)
         try:
           huggingface.convert_hf_to_original(hub_dir, temporary)
-          if os.path.exists(os.path.join(hub_dir, HF_TOKENIZER_CONFIG)):
-            shutil.copy(os.path.join(hub_dir, HF_TOKENIZER_CONFIG), temporary)
           os.rename(temporary, directory)
         finally:
           shutil.rmtree(temporary, ignore_errors=True)
         logging.info("%s: converted to the original layout in %s", repo_id, directory)
-  return PretrainedModel(repo_id, directory, hub_do_lower_case(directory), hub_dir)
+  return PretrainedModel(repo_id, directory, hf_metadata.read_do_lower_case(directory), hub_dir)
 
 
 def _hub_download(repo_id, flag, hub_dir):
@@ -298,19 +296,6 @@ def _first_line(error):
   return text.splitlines()[0] if text else repr(error)
 
 
-def hub_do_lower_case(directory):
-  """The `do_lower_case` of the HuggingFace `tokenizer_config.json` in `directory`, or None
-  when it has none (or does not say)."""
-  path = os.path.join(directory, HF_TOKENIZER_CONFIG)
-  try:
-    with open(path, encoding="utf-8") as f:
-      tokenizer_config = json.load(f)
-  except (OSError, ValueError):  # none, or unreadable: the casing is unknown, not an error
-    return None
-  value = tokenizer_config.get("do_lower_case") if isinstance(tokenizer_config, dict) else None
-  return value if isinstance(value, bool) else None
-
-
 def check_case(do_lower_case, init_checkpoint):
   """The original's `validate_case_matches_checkpoint`, for every released model: raises if
   `do_lower_case` contradicts the model that `init_checkpoint` names, whether by its name, by
@@ -336,7 +321,7 @@ def check_case(do_lower_case, init_checkpoint):
   if release is not None:
     expected = release.do_lower_case
   elif os.path.basename(init_checkpoint) == CHECKPOINT and "://" not in init_checkpoint:
-    expected = hub_do_lower_case(os.path.dirname(init_checkpoint) or ".")
+    expected = hf_metadata.read_do_lower_case(os.path.dirname(init_checkpoint) or ".")
   else:
     expected = None
   if expected is None or expected == do_lower_case:
