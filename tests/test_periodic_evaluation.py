@@ -162,9 +162,9 @@ def test_sigkill_between_evaluations_keeps_the_best(tmp_path):
   assert sorted(p.name for p in (output_dir / "best").glob("*.index")) == ["model.ckpt-9.index"]
 
 
-def _classifier(tmp_path, tiny_model, *flags):
+def _classifier(tmp_path, tiny_model, *flags, run=scripts.run_script):
   vocab_file, config_file = tiny_model
-  return scripts.run_script(
+  return run(
       "run_classifier.py", "--distribution_strategy=one_device", "--task_name=tsv",
       f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
@@ -201,7 +201,8 @@ def test_run_classifier_evaluates_and_ends_on_the_best_checkpoint(tmp_path, tiny
 ])
 def test_bad_evaluation_flags_are_one_line_errors_before_any_work(tmp_path, tiny_model, flags,
                                                                    expected):
-  result = _classifier(tmp_path, tiny_model, "--do_train", "--num_train_epochs=1", *flags)
+  result = _classifier(tmp_path, tiny_model, "--do_train", "--num_train_epochs=1", *flags,
+                       run=scripts.run_in_process)
   assert result.returncode == 1, result.stderr[-3000:]
   assert "Traceback" not in result.stderr
   last_line = result.stderr.strip().splitlines()[-1]

@@ -2,6 +2,7 @@
 lines), records' layout, dynamic padding, the export in a fresh process, and bad input."""
 
 import csv
+import functools
 import json
 import random
 import re
@@ -33,12 +34,11 @@ SWAG_FIELDS = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gol
 run_multiple_choice = scripts.fine_tuning_runner("run_multiple_choice.py")
 
 
-def run_task(tiny_model, task, data_dir, output_dir, *flags):
+def run_task(tiny_model, task, data_dir, output_dir, *flags, run=run_multiple_choice):
   """run_multiple_choice.py with the tiny model on `data_dir`'s files of `task`."""
   vocab_file, config_file = tiny_model
-  return run_multiple_choice(f"--task_name={task}", f"--data_dir={data_dir}",
-                             f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-                             f"--output_dir={output_dir}", *flags)
+  return run(f"--task_name={task}", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+             f"--bert_config_file={config_file}", f"--output_dir={output_dir}", *flags)
 
 
 def read_jsonl(path):
@@ -357,7 +357,8 @@ def test_runner_stops_before_training_with_one_line(tiny_model, tmp_path):
                 r"the same number$"),
       ("mnli", r"--task_name=mnli: unknown task; known tasks: swag, jsonl$")):
     result = run_task(tiny_model, task, data_dir, tmp_path / "out", "--max_seq_length=16",
-                      "--do_train", "--do_eval")
+                      "--do_train", "--do_eval",
+                      run=functools.partial(scripts.run_in_process, "run_multiple_choice.py"))
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith("run_multiple_choice.py: error: "), result.stderr[-2000:]

@@ -143,8 +143,9 @@ def test_minilm_on_a_real_squad_slice(minilm_bert_dir, shared_data, tmp_path):
 def test_bad_flags_fail_before_any_work(tiny_model, tmp_path, case, flags, message):
   vocab_file, config_file = tiny_model
   output_dir = tmp_path / case
-  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-                     f"--output_dir={output_dir}", "--max_seq_length=48", *flags)
+  result = scripts.run_in_process("run_squad.py", f"--vocab_file={vocab_file}",
+                                  f"--bert_config_file={config_file}",
+                                  f"--output_dir={output_dir}", "--max_seq_length=48", *flags)
   assert result.returncode != 0
   last_line = result.stderr.strip().splitlines()[-1]
   assert last_line == f"run_squad.py: error: {message}"
@@ -217,10 +218,11 @@ def test_bad_files_stop_the_runner_before_it_writes_anything(tiny_model, tmp_pat
   output_dir = tmp_path / "output"
   # Whichever file is bad, it is found before anything is written: not even the good file's
   # records are left behind.
-  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-                     f"--output_dir={output_dir}", "--max_seq_length=48", "--max_query_length=16",
-                     "--do_train", f"--train_file={files['train']}", "--do_predict",
-                     f"--predict_file={files['predict']}", "--version_2_with_negative")
+  result = scripts.run_in_process(
+      "run_squad.py", f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--output_dir={output_dir}", "--max_seq_length=48", "--max_query_length=16",
+      "--do_train", f"--train_file={files['train']}", "--do_predict",
+      f"--predict_file={files['predict']}", "--version_2_with_negative")
   assert result.returncode != 0
   last_line = result.stderr.strip().splitlines()[-1]
   assert last_line.startswith(f"run_squad.py: error: {path}: ")
