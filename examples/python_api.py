@@ -1,6 +1,7 @@
 """Fine-tune and evaluate from Python, then ask the export: the Python API on the files of
 `make demo` (run it after the demo, from the repository's root; the demo's last stage does)."""
 
+import base  # noqa: F401 (first: TensorFlow then starts without its start-up lines)
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the export's tokenizer ops)
 
