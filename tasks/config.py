@@ -9,11 +9,13 @@ import dataclasses
 import tensorflow as tf
 
 from base import config
+from base import cpu_features
 from base import errors
 from base import output_locations
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import pretrained_models
+from serving import export_precision
 from serving import saved_model_export
 from training import config as training_config
 from training import model_inputs
@@ -55,6 +57,44 @@ def export_ids_only_field():
   """The --export_ids_only field (no in-graph tokenizer in the export) of a config."""
   return _export("bool", False, "Export the predict_ids signature alone, without the in-graph "
                  "tokenizer: a stock TensorFlow Serving binary lacks the tensorflow-text ops.")
+
+
+def export_precision_field():
+  """The --export_precision field (the export's compute dtype) of a config."""
+  return _export("enum", "float32", "Compute dtype of the export. bfloat16: matrix products in "
+                 "bfloat16, for processors with bfloat16 dot products (x86 avx512_bf16 or "
+                 "amx_bf16, Arm bf16); inputs, outputs, variables, layer norms and softmax stay "
+                 "float32.", enum_values=export_precision.PRECISIONS)
+
+
+def allow_emulated_bfloat16_field():
+  """The --allow_emulated_bfloat16 field (a bfloat16 export on any processor) of a config."""
+  return _export("bool", False, "Allow --export_precision=bfloat16 on a processor without "
+                 "bfloat16 dot products (e.g. to export for another machine); emulated there, "
+                 "bfloat16 is slower than float32.")
+
+
+def check_export_precision(run_config):
+  """Refuses --export_precision=bfloat16 on a processor without bfloat16 dot products, unless
+  --allow_emulated_bfloat16; warns of that flag without a bfloat16 export.
+
+  Args:
+    run_config: a config with `export_precision` and `allow_emulated_bfloat16` fields.
+
+  Raises:
+    errors.UsageError: bfloat16 on such a processor.
+  """
+  if run_config.export_precision != "bfloat16":
+    run_config.warn_without_effect(("allow_emulated_bfloat16",),
+                                   "without --export_precision=bfloat16")
+    return
+  if run_config.allow_emulated_bfloat16 or cpu_features.has_bfloat16_dot_product():
+    return
+  raise errors.UsageError(
+      "--export_precision=bfloat16: this processor has no bfloat16 dot products (no "
+      f"avx512_bf16, amx_bf16 or bf16 in {cpu_features.CPUINFO}), and emulated bfloat16 is "
+      "slower than float32; export in float32, or pass --allow_emulated_bfloat16 to export for "
+      "another machine")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -109,6 +149,8 @@ class FineTuningConfig(training_config.EngineConfig):
   export_dir: str | None = export_dir_field()
   export_version: int | None = export_version_field()
   export_ids_only: bool = export_ids_only_field()
+  export_precision: str = export_precision_field()
+  allow_emulated_bfloat16: bool = allow_emulated_bfloat16_field()
 
   @property
   def evaluates(self):
@@ -168,6 +210,9 @@ class FineTuningConfig(training_config.EngineConfig):
     pretrained_models.check_case(self.do_lower_case, self.init_checkpoint)
     if self.export_ids_only and not self.export_dir:
       raise errors.UsageError("--export_ids_only needs --export_dir")
+    if self.export_precision != "float32" and not self.export_dir:
+      raise errors.UsageError(f"--export_precision={self.export_precision} needs --export_dir")
+    check_export_precision(self)
     training_config.check_starting_weights(
         self, bert_config, self.do_train,
         [name for name, given in actions.items() if given and name != "--do_train"])

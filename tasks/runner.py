@@ -28,6 +28,7 @@ from base import cluster
 from base import output_locations
 from data import tokenization
 from modeling import optimization
+from serving import export_precision
 from serving import saved_model_export
 from training import engine
 from training import input_pipeline
@@ -213,14 +214,16 @@ def export(trainer, config, make_server):
   Args:
     trainer: the run's `engine.Trainer` (restored from --output_dir or --init_checkpoint if it
       has not trained).
-    config: the run's config (--export_dir, --export_version, --export_ids_only).
+    config: the run's config (--export_dir, --export_version, --export_ids_only,
+      --export_precision).
     make_server: `(model, with_text) -> servable` with a `signatures()` method.
 
   Returns:
     the path of the written version, or None on a worker that does not write.
   """
   trainer.initialize()
-  server = make_server(trainer.model, not config.export_ids_only)
+  model = export_precision.model_in_precision(trainer.model, config.export_precision)
+  server = make_server(model, not config.export_ids_only)
   if trainer.is_chief:
     return saved_model_export.export(server, config.export_dir, server.signatures(),
                                      config.export_version)

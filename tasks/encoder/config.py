@@ -170,6 +170,8 @@ class ExportModelConfig(pretrained_models.WeightsByName, config.FlagConfig):
   export_dir: str | None = tasks_config.export_dir_field()
   export_version: int | None = tasks_config.export_version_field()
   export_ids_only: bool = tasks_config.export_ids_only_field()
+  export_precision: str = tasks_config.export_precision_field()
+  allow_emulated_bfloat16: bool = tasks_config.allow_emulated_bfloat16_field()
   bert_config_file: str | None = config.flag(
       "string", None, "bert_config.json of the pretrained model (default: the one beside "
       "--init_checkpoint, or of the model it names).")
@@ -197,8 +199,9 @@ class ExportModelConfig(pretrained_models.WeightsByName, config.FlagConfig):
 
   def validate(self, bert_config=None):
     """Every check before the model is built: the export directory and version, a
-    --max_seq_length, vocab or checkpoint the model cannot take, and a casing that contradicts
-    a released checkpoint's name.
+    --max_seq_length, vocab or checkpoint the model cannot take, a casing that contradicts
+    a released checkpoint's name, and a bfloat16 export on a processor without bfloat16 dot
+    products.
 
     Args:
       bert_config: the loaded --bert_config_file, if the caller has it already.
@@ -217,4 +220,5 @@ class ExportModelConfig(pretrained_models.WeightsByName, config.FlagConfig):
     tokenization.validate_case_matches_checkpoint(self.do_lower_case, self.init_checkpoint)
     pretrained_models.check_case(self.do_lower_case, self.init_checkpoint)
     saved_model_export.check_version(self.export_dir, self.export_version)
+    tasks_config.check_export_precision(self)
     super().validate()

@@ -28,6 +28,7 @@ from modeling import encoder as encoder_lib
 from modeling import pretraining_model
 from modeling import sentence_pooling
 from serving import encoder_server
+from serving import export_precision
 from serving import saved_model_export
 from tasks.encoder import features
 
@@ -128,7 +129,8 @@ def export_model(config):
   config = config.resolve_weights()
   bert_config = config.load_bert_config()
   config.validate(bert_config)
-  model = pretraining_model.BertPretrainingModel(bert_config)
+  with export_precision.compute_policy(config.export_precision):
+    model = pretraining_model.BertPretrainingModel(bert_config)
   report = checkpoint_io.assign_from_checkpoint(model.name_to_variable(), config.init_checkpoint)
   logging.info("loaded %d variables from %s", len(report["loaded"]), config.init_checkpoint)
   head_missing = [name for name in report["missing"] if name.startswith("cls/predictions/")]

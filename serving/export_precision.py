@@ -1,0 +1,58 @@
+"""The compute precision of an export: "float32" (the model as the run built it) or "bfloat16".
+
+A bfloat16 export holds the same float32 variables; its graph casts them to bfloat16 and runs the
+matrix products in bfloat16 (Keras's mixed_bfloat16 policy, as `--mixed_precision=mixed_bfloat16`
+trains), while the layer norms and the attention softmax stay float32 (the layers pin or cast
+them). The servers cast their float outputs to float32, so the signatures are the same in both.
+
+Usage:
+  with export_precision.compute_policy("bfloat16"):
+    model = pretraining_model.BertPretrainingModel(bert_config)   # computes in bfloat16
+  served = export_precision.model_in_precision(trainer.model, "bfloat16")   # a copy
+"""
+
+import contextlib
+
+import keras
+
+# precision -> the Keras dtype policy of the models built for it.
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+PRECISIONS = tuple(POLICIES)
+
+
+@contextlib.contextmanager
+def compute_policy(precision):
+  """The Keras models built inside compute in `precision` (the global dtype policy of
+  `POLICIES`, restored on leaving)."""
+  if precision not in POLICIES:
+    raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(POLICIES[precision])
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+
+
+def model_in_precision(model, precision):
+  """The model to export in `precision`.
+
+  Args:
+    model: a built Keras model whose class rebuilds it from `get_config()` (every
+      `config_model.BertConfigModel`), e.g. the trainer's fine-tuned model.
+    precision: one of `PRECISIONS`.
+
+  Returns:
+    `model` itself for "float32"; else the same class built from its config under
+    `compute_policy(precision)`, holding a copy of `model`'s weights (float32 variables).
+  """
+  if precision == "float32":
+    return model
+  with compute_policy(precision):
+    copy = type(model).from_config(model.get_config())
+  for source, target in zip(model.weights, copy.weights, strict=True):
+    if source.path != target.path or source.shape != target.shape:
+      raise ValueError(f"the rebuilt {type(model).__name__} differs: {source.path} "
+                       f"{source.shape} against {target.path} {target.shape}")
+    target.assign(source.value)
+  return copy
