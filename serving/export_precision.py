@@ -1,4 +1,4 @@
-"""The compute precision of an export: "float32" (the model as the run built it) or "bfloat16".
+"""The compute precision of an export: "float32" or "bfloat16".
 
 A bfloat16 export holds the same float32 variables; its graph casts them to bfloat16 and runs the
 matrix products in bfloat16 (Keras's mixed_bfloat16 policy, as `--mixed_precision=mixed_bfloat16`
@@ -43,10 +43,12 @@ def model_in_precision(model, precision):
     precision: one of `PRECISIONS`.
 
   Returns:
-    `model` itself for "float32"; else the same class built from its config under
-    `compute_policy(precision)`, holding a copy of `model`'s weights (float32 variables).
+    `model` itself when it computes in `precision` already (its dtype policy is the
+    precision's); else the same class built from its config under `compute_policy(precision)`,
+    holding a copy of `model`'s weights (float32 variables). A model trained under
+    mixed_float16 or mixed_bfloat16 is thus exported in float32 unless asked otherwise.
   """
-  if precision == "float32":
+  if model.dtype_policy.name == POLICIES[precision]:
     return model
   with compute_policy(precision):
     copy = type(model).from_config(model.get_config())

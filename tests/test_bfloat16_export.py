@@ -14,7 +14,9 @@ from data import sequence_pairs
 from data import tokenization
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
+from modeling import classifier_model
 from modeling import pretraining_model
+from serving import export_precision
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
@@ -113,6 +115,22 @@ def test_the_bfloat16_export_answers_as_the_float32_one(classifier_exports):
   np.testing.assert_array_equal(bfloat16["probabilities"].argmax(axis=1),
                                 float32["probabilities"].argmax(axis=1))
   np.testing.assert_array_equal(bfloat16["label"], float32["label"])
+
+
+def test_a_model_built_in_mixed_precision_is_exported_in_the_precision_asked(tiny_model):
+  config = bert_config_lib.BertConfig.from_json_file(tiny_model[1])
+  with export_precision.compute_policy("bfloat16"):  # as --mixed_precision=mixed_bfloat16 trains
+    mixed = classifier_model.BertClassifier(config, num_outputs=3)
+  assert export_precision.model_in_precision(mixed, "bfloat16") is mixed
+  float32 = export_precision.model_in_precision(mixed, "float32")
+  assert (float32.compute_dtype, float32.encoder.compute_dtype) == ("float32", "float32")
+  for source, copy in zip(mixed.weights, float32.weights, strict=True):
+    np.testing.assert_array_equal(copy.numpy(), source.numpy(), err_msg=source.path)
+  ids = tf.constant([[2, 7, 8, 9, 3, 0]])
+  inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
+            "segment_ids": tf.zeros_like(ids)}
+  logits = {name: model(inputs).numpy() for name, model in (("bf", mixed), ("f", float32))}
+  assert 0 < relative_error(logits["bf"], logits["f"]) < RELATIVE_TOLERANCE
 
 
 def test_bfloat16_is_refused_in_one_line_without_processor_support(tiny_model, tmp_path,
