@@ -1,6 +1,8 @@
 """--export_precision=bfloat16: the export computes its matrix products in bfloat16, keeps the
 float32 export's signatures, answers as it does within bfloat16's precision, and is refused on a
-processor without bfloat16 dot products unless --allow_emulated_bfloat16."""
+processor without bfloat16 dot products unless --allow_emulated_bfloat16.
+
+The exports are whole runs (`slow`); the refusals and the rebuilt model are unit tests."""
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from tensorflow.core.framework import types_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
 from base import cpu_features
+from base import errors
 from data import sequence_pairs
 from data import tokenization
 from modeling import bert_config as bert_config_lib
@@ -86,6 +89,7 @@ def relative_error(values, reference):
   return np.abs(values - reference).max() / np.abs(reference).max()
 
 
+@pytest.mark.slow  # whole runs
 def test_the_bfloat16_export_has_the_float32_exports_signatures(classifier_exports):
   float32 = signature_specs(classifier_exports["float32"][1])
   bfloat16 = signature_specs(classifier_exports["bfloat16"][1])
@@ -96,11 +100,13 @@ def test_the_bfloat16_export_has_the_float32_exports_signatures(classifier_expor
   assert outputs["label"][0] == "string"
 
 
+@pytest.mark.slow  # whole runs
 def test_the_bfloat16_export_multiplies_in_bfloat16(classifier_exports):
   assert matmul_dtypes(classifier_exports["float32"][0]) == {"DT_FLOAT"}
   assert "DT_BFLOAT16" in matmul_dtypes(classifier_exports["bfloat16"][0])
 
 
+@pytest.mark.slow  # whole runs
 def test_the_bfloat16_export_answers_as_the_float32_one(classifier_exports):
   rows = [line.split("\t") for path in ("train.tsv", "dev.tsv")
           for line in (SAMPLES_DIR / "classification" / path).read_text().splitlines()[1:]]
@@ -126,11 +132,16 @@ def test_a_model_built_in_mixed_precision_is_exported_in_the_precision_asked(tin
   assert (float32.compute_dtype, float32.encoder.compute_dtype) == ("float32", "float32")
   for source, copy in zip(mixed.weights, float32.weights, strict=True):
     np.testing.assert_array_equal(copy.numpy(), source.numpy(), err_msg=source.path)
+  # It computes as a model built in float32 with those weights; the mixed one does not.
+  with export_precision.compute_policy("float32"):
+    reference = classifier_model.BertClassifier(config, num_outputs=3)
+  reference.set_weights(mixed.get_weights())
   ids = tf.constant([[2, 7, 8, 9, 3, 0]])
   inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
             "segment_ids": tf.zeros_like(ids)}
-  logits = {name: model(inputs).numpy() for name, model in (("bf", mixed), ("f", float32))}
-  assert 0 < relative_error(logits["bf"], logits["f"]) < RELATIVE_TOLERANCE
+  expected = reference(inputs).numpy()
+  np.testing.assert_allclose(float32(inputs).numpy(), expected, rtol=1e-6, atol=1e-7)
+  assert np.abs(mixed(inputs).numpy() - expected).max() > 0
 
 
 def test_bfloat16_is_refused_in_one_line_without_processor_support(tiny_model, tmp_path,
@@ -144,10 +155,12 @@ def test_bfloat16_is_refused_in_one_line_without_processor_support(tiny_model, t
   assert "emulated bfloat16 is slower than float32" in line
   assert "--allow_emulated_bfloat16" in line
   assert not (tmp_path / "out").exists() and not (tmp_path / "export").exists()
-  # Forced, the same flags pass every check.
-  config = scripts.IN_PROCESS_RUNS["run_classifier.py"][0].from_args(
-      *flags, "--allow_emulated_bfloat16")
-  config.validate()
+  # Forced, the same flags pass every check; without --export_dir there is nothing to export.
+  config_class = scripts.IN_PROCESS_RUNS["run_classifier.py"][0]
+  config_class.from_args(*flags, "--allow_emulated_bfloat16").validate()
+  without_export = [flag for flag in flags if not flag.startswith("--export_dir=")]
+  with pytest.raises(errors.UsageError, match=r"^--export_precision=bfloat16 needs --export_dir$"):
+    config_class.from_args(*without_export, "--allow_emulated_bfloat16").validate()
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +185,7 @@ def export_encoder(tiny_model, checkpoint, export_dir, *flags):
       f"--export_dir={export_dir}", *flags)
 
 
+@pytest.mark.slow  # whole runs
 def test_the_encoder_exports_in_bfloat16(tiny_model, pretrained_checkpoint, tmp_path):
   # Token ids alone (--export_ids_only): the in-graph tokenizer is the same in both precisions
   # and triples the time of an export.
