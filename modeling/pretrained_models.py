@@ -28,6 +28,8 @@ import re
 import shutil
 
 from absl import logging
+import huggingface_hub
+from huggingface_hub import errors as hub_errors
 import tensorflow as tf
 
 from base import atomic_files
@@ -253,12 +255,6 @@ def _hub_model(repo_id, flag, cache_dir):
 def _hub_download(repo_id, flag, hub_dir):
   """Fetches a repository's config, vocab, tokenizer config and first weights file into
   `hub_dir` with `huggingface_hub` (which resumes and checks sizes itself)."""
-  try:
-    import huggingface_hub  # pylint: disable=import-outside-toplevel
-    from huggingface_hub import errors as hub_errors  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    raise errors.UsageError(f"--{flag}={repo_id} names a HuggingFace repository, which needs "
-                            "the huggingface_hub package: pip install huggingface_hub") from None
   # huggingface_hub reads HF_ENDPOINT once, at import; read it at each call.
   endpoint = os.environ.get(HF_ENDPOINT_ENV)
 

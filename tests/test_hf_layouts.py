@@ -12,6 +12,7 @@ Tolerance: max absolute difference <= 1e-5 in float32.
 """
 
 import json
+import os
 import shutil
 import sys
 
@@ -25,7 +26,9 @@ from modeling import classifier_model
 from modeling import encoder as encoder_lib
 from modeling import pretraining_model
 from modeling import span_model
+from modeling.conversion import hf_files
 from modeling.conversion import hf_metadata
+from modeling.conversion.original_files import ConversionError
 from tasks import runner as fine_tuning_runner
 from tests import original_dirs
 from tests import scripts
@@ -343,16 +346,27 @@ def test_a_classifier_head_needs_its_architecture_named(saved, tmp_path, flag, m
   assert not (tmp_path / "hf").exists()
 
 
-def test_a_pytorch_file_without_torch_is_one_line_naming_it(saved, tmp_path, monkeypatch):
+def test_a_pytorch_file_is_read_without_torch_and_runs_no_code(saved, tmp_path, monkeypatch):
   input_dir = _layout_dir(saved, "BertModel", "bin_legacy_names", tmp_path / "hf")
+  expected = {name: value.numpy() for name, value in
+              torch.load(input_dir / "pytorch_model.bin", weights_only=True).items()}
   monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-  result = scripts.run_in_process("convert_checkpoint.py", "--direction=hf_to_bert",
-                                  f"--input_dir={input_dir}", f"--output_dir={tmp_path / 'out'}")
-  assert result.returncode == 1
-  assert result.stderr.strip().splitlines()[-1] == (
-      f"convert_checkpoint.py: error: {input_dir}/pytorch_model.bin: reading a PyTorch file "
-      "needs torch: pip install torch, or convert it to model.safetensors")
-  assert not (tmp_path / "out").exists()
+  read = hf_files.read_weights(str(input_dir))
+  assert sorted(read.names_in_file.values()) == sorted(expected)
+  for name, value in read.tensors.items():
+    np.testing.assert_array_equal(value, expected[read.names_in_file[name]])
+  monkeypatch.undo()
+
+  class Runs:  # a pickle that would call os.system on load, in torch's zip layout
+    def __reduce__(self):
+      return (os.system, ("true",))
+
+  torch.save({"bert.pooler.dense.bias": Runs()}, tmp_path / "evil.bin")
+  (tmp_path / "evil").mkdir()
+  (tmp_path / "evil" / "pytorch_model.bin").write_bytes((tmp_path / "evil.bin").read_bytes())
+  with pytest.raises(ConversionError, match=r"pytorch_model.bin: unreadable PyTorch file: "
+                     r"posix.system is not part of a state dict of tensors"):
+    hf_files.read_weights(str(tmp_path / "evil"))
 
 
 def test_safetensors_then_pytorch_then_tf_h5_is_read(saved, tmp_path):

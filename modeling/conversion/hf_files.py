@@ -4,9 +4,10 @@ A HuggingFace directory holds its weights in one of three formats; when it has s
 of this order is read (they hold the same weights, and the first needs the least to read):
   1. `model.safetensors`, or the shards its `model.safetensors.index.json` lists: safetensors'
      numpy API, no torch, no pickle.
-  2. `pytorch_model.bin`, or the shards of `pytorch_model.bin.index.json`: a torch pickle, read
-     with `torch.load(weights_only=True)` (only tensors and plain containers are unpickled). torch
-     is imported only then, and is not needed otherwise.
+  2. `pytorch_model.bin`, or the shards of `pytorch_model.bin.index.json`: `torch.save`'s zip of
+     a pickle and raw storages, read with numpy and an unpickler that accepts only an ordered
+     dict of tensors (as `torch.load(weights_only=True)`), so torch is not needed and no code of
+     the file runs.
   3. `tf_model.h5`: the Keras-2 `save_weights` file of HuggingFace's TensorFlow classes
      (`TFBertForPreTraining`, ...), read with h5py.
 Every tensor comes out under its PyTorch name in the PyTorch layout (`Linear` weights
@@ -16,10 +17,13 @@ hub still hold (`LayerNorm.gamma` / `LayerNorm.beta`, which transformers renames
 transformers' `convert_tf_weight_name_to_pt_weight_name`.
 """
 
+import collections
 import dataclasses
 import io
 import os
+import pickle
 import re
+import zipfile
 
 import h5py
 import numpy as np
@@ -79,7 +83,7 @@ def read_weights(input_dir):
     the `HfWeights`.
 
   Raises:
-    ConversionError: a missing, damaged or unreadable file, or torch missing for a `.bin`.
+    ConversionError: a missing, damaged or unreadable file.
   """
   path = weights_file(input_dir)
   if path.endswith(TF_H5):
@@ -142,25 +146,83 @@ def _read_safetensors(path):
     raise ConversionError(f"{path}: unreadable safetensors file: {error}") from None
 
 
+# Storage classes torch.save pickles -> numpy dtypes; bfloat16 (which numpy lacks) is read as
+# uint16 and widened to float32, which holds every bfloat16 value exactly.
+_TORCH_STORAGE_DTYPES = {
+    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+    "BFloat16Storage": np.uint16, "LongStorage": np.int64, "IntStorage": np.int32,
+    "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8,
+    "BoolStorage": np.bool_}
+
+
+class _TorchStorage:
+  """A storage of a torch zip file: its class name and its bytes as a flat numpy array."""
+
+  def __init__(self, storage_class, values):
+    self.storage_class = storage_class
+    self.values = values
+
+
+def _rebuild_tensor(storage, offset, size, stride, *unused_args):
+  """`torch._utils._rebuild_tensor_v2` in numpy: the strided view of the storage, copied."""
+  itemsize = storage.values.itemsize
+  view = np.lib.stride_tricks.as_strided(
+      storage.values[offset:], shape=tuple(size), strides=tuple(s * itemsize for s in stride))
+  array = np.array(view)
+  if storage.storage_class == "BFloat16Storage":
+    array = (array.astype(np.uint32) << 16).view(np.float32)
+  return array
+
+
+class _StateDictUnpickler(pickle.Unpickler):
+  """Reads a `torch.save`d state dict without torch: only an ordered dict of tensors is
+  accepted (the globals torch's own `weights_only` loading allows for one); any other global
+  is refused, so no code of the file runs."""
+
+  def __init__(self, data, read_storage):
+    super().__init__(data)
+    self._read_storage = read_storage
+
+  def find_class(self, module, name):
+    if (module, name) == ("collections", "OrderedDict"):
+      return collections.OrderedDict
+    if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+      return _rebuild_tensor
+    if module == "torch" and name in _TORCH_STORAGE_DTYPES:
+      return name
+    raise pickle.UnpicklingError(f"{module}.{name} is not part of a state dict of tensors")
+
+  def persistent_load(self, pid):
+    kind, storage_class, key = pid[0], pid[1], pid[2]
+    if kind != "storage" or storage_class not in _TORCH_STORAGE_DTYPES:
+      raise pickle.UnpicklingError(f"unexpected persistent id {pid[:2]}")
+    return _TorchStorage(storage_class, self._read_storage(key, storage_class))
+
+
 def _read_torch(path):
-  """{name: array} of a torch pickle of a state dict; bfloat16 (which numpy lacks) as float32,
-  which holds every bfloat16 value exactly."""
-  try:
-    import torch  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    raise ConversionError(f"{path}: reading a PyTorch file needs torch: pip install torch, or "
-                          "convert it to model.safetensors") from None
+  """{name: array} of a `torch.save`d state dict (the zip format of torch 1.6 and later), read
+  with numpy alone; bfloat16 as float32."""
   contents = original_files.read_bytes(path)
   try:
-    state_dict = torch.load(io.BytesIO(contents), weights_only=True, map_location="cpu")
-  except Exception as error:  # torch raises RuntimeError, UnpicklingError, EOFError, ...
+    with zipfile.ZipFile(io.BytesIO(contents)) as archive:
+      pickles = [name for name in archive.namelist() if name.endswith("/data.pkl")]
+      if len(pickles) != 1:
+        raise pickle.UnpicklingError("no data.pkl (not the zip format of torch.save)")
+      root = pickles[0][:-len("data.pkl")]
+
+      def read_storage(key, storage_class):
+        return np.frombuffer(archive.read(f"{root}data/{key}"),
+                             dtype=np.dtype(_TORCH_STORAGE_DTYPES[storage_class]).newbyteorder("<"))
+
+      state_dict = _StateDictUnpickler(io.BytesIO(archive.read(pickles[0])), read_storage).load()
+  except (zipfile.BadZipFile, pickle.UnpicklingError, KeyError, EOFError, ValueError,
+          TypeError, AttributeError, IndexError) as error:
     first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
     raise ConversionError(f"{path}: unreadable PyTorch file: {first_line}") from None
   if not isinstance(state_dict, dict) or not all(
-      isinstance(value, torch.Tensor) for value in state_dict.values()):
+      isinstance(value, np.ndarray) for value in state_dict.values()):
     raise ConversionError(f"{path}: not a state dict of tensors")
-  return {name: (value.float() if value.dtype == torch.bfloat16 else value).numpy()
-          for name, value in state_dict.items()}
+  return dict(state_dict)
 
 
 def _attribute_strings(group, name):
