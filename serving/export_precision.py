@@ -1,13 +1,17 @@
 """The compute precision of an export: "float32" or "bfloat16".
 
-A bfloat16 export holds the same float32 variables; its graph casts them to bfloat16 and runs the
-matrix products in bfloat16 (Keras's mixed_bfloat16 policy, as `--mixed_precision=mixed_bfloat16`
-trains), while the layer norms and the attention softmax stay float32 (the layers pin or cast
-them). The servers cast their float outputs to float32, so the signatures are the same in both.
+A bfloat16 export runs its matrix products in bfloat16, as `--mixed_precision=mixed_bfloat16`
+trains, while the layer norms and the attention softmax stay float32 (the layers pin or cast
+them). Its variables are bfloat16 too (Keras's "bfloat16" policy rather than "mixed_bfloat16"):
+mixed_bfloat16 would cast every float32 kernel, and the whole word-embedding table, to bfloat16 on
+every call, to the same bfloat16 values; stored once, those casts are gone and the SavedModel's
+weights take half the bytes. The layer norms' variables stay float32 (their layers are pinned to
+float32). The servers cast their float outputs to float32, so the signatures are the same in
+both.
 
 Usage:
   with export_precision.compute_policy("bfloat16"):
-    model = pretraining_model.BertPretrainingModel(bert_config)   # computes in bfloat16
+    model = pretraining_model.BertPretrainingModel(bert_config)   # bfloat16 but its layer norms
   served = export_precision.model_in_precision(trainer.model, "bfloat16")   # a copy
 """
 
@@ -16,7 +20,7 @@ import contextlib
 import keras
 
 # precision -> the Keras dtype policy of the models built for it.
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+POLICIES = {"float32": "float32", "bfloat16": "bfloat16"}
 PRECISIONS = tuple(POLICIES)
 
 
@@ -45,7 +49,7 @@ def model_in_precision(model, precision):
   Returns:
     `model` itself when it computes in `precision` already (its dtype policy is the
     precision's); else the same class built from its config under `compute_policy(precision)`,
-    holding a copy of `model`'s weights (float32 variables). A model trained under
+    holding a copy of `model`'s weights (cast to its variables' dtypes). A model trained under
     mixed_float16 or mixed_bfloat16 is thus exported in float32 unless asked otherwise.
   """
   if model.dtype_policy.name == POLICIES[precision]:
@@ -56,5 +60,5 @@ def model_in_precision(model, precision):
     if source.path != target.path or source.shape != target.shape:
       raise ValueError(f"the rebuilt {type(model).__name__} differs: {source.path} "
                        f"{source.shape} against {target.path} {target.shape}")
-    target.assign(source.value)
+    target.assign(keras.ops.cast(source.value, target.dtype))
   return copy

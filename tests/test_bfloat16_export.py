@@ -4,6 +4,7 @@ processor without bfloat16 dot products unless --allow_emulated_bfloat16.
 
 The exports are whole runs (`slow`); the refusals and the rebuilt model are unit tests."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,6 +21,7 @@ from modeling import checkpoint_io
 from modeling import classifier_model
 from modeling import pretraining_model
 from serving import export_precision
+from training import mixed_precision
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
@@ -104,6 +106,13 @@ def test_the_bfloat16_export_has_the_float32_exports_signatures(classifier_expor
 def test_the_bfloat16_export_multiplies_in_bfloat16(classifier_exports):
   assert matmul_dtypes(classifier_exports["float32"][0]) == {"DT_FLOAT"}
   assert "DT_BFLOAT16" in matmul_dtypes(classifier_exports["bfloat16"][0])
+  # Its weights are stored in bfloat16 (no cast per call), but the layer norms'.
+  dtypes = tf.train.load_checkpoint(
+      f"{classifier_exports['bfloat16'][0]}/variables/variables").get_variable_to_dtype_map()
+  model_dtypes = {name: dtype for name, dtype in dtypes.items() if name.startswith("model/")}
+  float32_names = {name for name, dtype in model_dtypes.items() if dtype == tf.float32}
+  assert float32_names and all("norm" in name.lower() for name in float32_names), float32_names
+  assert set(model_dtypes.values()) == {tf.float32, tf.bfloat16}
 
 
 @pytest.mark.slow  # whole runs
@@ -123,11 +132,22 @@ def test_the_bfloat16_export_answers_as_the_float32_one(classifier_exports):
   np.testing.assert_array_equal(bfloat16["label"], float32["label"])
 
 
+def mixed_bfloat16_classifier(config):
+  """A classifier built as `--mixed_precision=mixed_bfloat16` trains it (float32 variables)."""
+  previous = keras.mixed_precision.global_policy()
+  mixed_precision.set_policy("mixed_bfloat16")
+  try:
+    return classifier_model.BertClassifier(config, num_outputs=3)
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+
+
 def test_a_model_built_in_mixed_precision_is_exported_in_the_precision_asked(tiny_model):
   config = bert_config_lib.BertConfig.from_json_file(tiny_model[1])
-  with export_precision.compute_policy("bfloat16"):  # as --mixed_precision=mixed_bfloat16 trains
-    mixed = classifier_model.BertClassifier(config, num_outputs=3)
-  assert export_precision.model_in_precision(mixed, "bfloat16") is mixed
+  mixed = mixed_bfloat16_classifier(config)
+  ids = tf.constant([[2, 7, 8, 9, 3, 0]])
+  inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
+            "segment_ids": tf.zeros_like(ids)}
   float32 = export_precision.model_in_precision(mixed, "float32")
   assert (float32.compute_dtype, float32.encoder.compute_dtype) == ("float32", "float32")
   for source, copy in zip(mixed.weights, float32.weights, strict=True):
@@ -136,12 +156,15 @@ def test_a_model_built_in_mixed_precision_is_exported_in_the_precision_asked(tin
   with export_precision.compute_policy("float32"):
     reference = classifier_model.BertClassifier(config, num_outputs=3)
   reference.set_weights(mixed.get_weights())
-  ids = tf.constant([[2, 7, 8, 9, 3, 0]])
-  inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
-            "segment_ids": tf.zeros_like(ids)}
   expected = reference(inputs).numpy()
   np.testing.assert_allclose(float32(inputs).numpy(), expected, rtol=1e-6, atol=1e-7)
   assert np.abs(mixed(inputs).numpy() - expected).max() > 0
+  # In bfloat16 its weights are stored in bfloat16, the layer norms' in float32, and it answers
+  # as the mixed model does: mixed_bfloat16 casts each weight to the same bfloat16 values.
+  bfloat16 = export_precision.model_in_precision(mixed, "bfloat16")
+  assert {w.path for w in bfloat16.weights if w.dtype != "bfloat16"} == {
+      w.path for w in bfloat16.weights if "LayerNorm" in w.path}
+  np.testing.assert_array_equal(bfloat16(inputs).numpy(), mixed(inputs).numpy())
 
 
 def test_bfloat16_is_refused_in_one_line_without_processor_support(tiny_model, tmp_path,
