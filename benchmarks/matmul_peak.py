@@ -127,6 +127,32 @@ def gflops(call, flops, warmup, repeats):
   return flops / min(seconds) / 1e9, flops / statistics.median(seconds) / 1e9
 
 
+def in_process_peak(dtype, library, shapes=SHAPES, warmup=1, repeats=3):
+  """Best `dtype` GFLOP/s of one library's eager matmul (`library` "tf": `tf.linalg.matmul`,
+  "torch": `torch.matmul`) over `shapes`, timed in the calling process with its thread settings,
+  for a benchmark that times models beside it (this script's table times each library in a fresh
+  process of its own).
+
+  Returns:
+    (best GFLOP/s, name of the shape it was reached at).
+  """
+  if library == "tf":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    make = lambda shape: tf.cast(tf.random.normal(shape), dtype)
+    matmul = lambda a, b, s: tf.linalg.matmul(a, b, transpose_b=s.transpose_b)
+  else:
+    import torch  # pylint: disable=g-import-not-at-top
+    make = lambda shape: torch.randn(shape).to(getattr(torch, dtype))
+    matmul = lambda a, b, s: torch.matmul(a, b.transpose(-1, -2) if s.transpose_b else b)
+  best = (0.0, "")
+  for shape in shapes:
+    a, b = (make(operand) for operand in shape.operand_shapes())
+    # Eager CPU kernels of both libraries return once the product is computed.
+    best = max(best, (gflops(lambda: matmul(a, b, shape), shape.flops, warmup, repeats)[0],
+                      shape.name))
+  return best
+
+
 def emit(**record):
   print(json.dumps(record), flush=True)
 
