@@ -5,6 +5,9 @@ time) is packed after masking, the vectorised one (`masking`) masks the packed a
 Examples are then built and counted from the arrays alone.
 """
 
+import collections
+import concurrent.futures
+import contextlib
 import dataclasses
 import itertools
 
@@ -15,6 +18,47 @@ from tasks.pretraining import instances as instances_lib
 # `masked_lm_actions` holds indices into this tuple.
 ACTIONS = (instances_lib.MASK, instances_lib.RANDOM, instances_lib.KEEP)
 _ACTION_CODES = {action: code for code, action in enumerate(ACTIONS)}
+
+
+_POOL = None  # The `threads` pool, or None: one thread.
+
+
+@contextlib.contextmanager
+def threads(count):
+  """Within it, `map_in_order` runs on `count` threads (1: in the calling thread).
+
+  A worker making the run's only shard has the cores of the idle workers too: the row blocks of
+  layout, masking and serialization are independent, and NumPy releases the GIL over their
+  arrays. Output does not depend on `count`.
+  """
+  global _POOL
+  previous = _POOL
+  pool = concurrent.futures.ThreadPoolExecutor(count) if count > 1 else None
+  _POOL = pool
+  try:
+    yield
+  finally:
+    _POOL = previous
+    if pool is not None:
+      pool.shutdown()
+
+
+def map_in_order(function, arguments):
+  """`[function(*item) for item in arguments]`, on the threads of `threads` when set.
+
+  `arguments` is consumed in order in the calling thread (it may draw from a random generator),
+  at most two items per thread ahead of the results, which bounds the memory of items in flight.
+  """
+  if _POOL is None:
+    return [function(*item) for item in arguments]
+  results, in_flight = [], collections.deque()
+  window = 2 * _POOL._max_workers  # pylint: disable=protected-access
+  for item in arguments:
+    in_flight.append(_POOL.submit(function, *item))
+    if len(in_flight) >= window:
+      results.append(in_flight.popleft().result())
+  results.extend(future.result() for future in in_flight)
+  return results
 
 
 @dataclasses.dataclass
