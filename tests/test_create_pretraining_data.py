@@ -139,6 +139,29 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
   assert one != other
 
 
+# The script with a run's only shard tokenized by all its workers whatever its size (the sample is
+# below the size from which the script shares it).
+SHARED_TOKENIZATION = """
+import runpy
+import sys
+from tasks.pretraining import writer
+writer._SHARED_TOKENIZATION_BYTES = 0
+sys.argv = ["create_pretraining_data.py", *sys.argv[1:]]
+runpy.run_path("create_pretraining_data.py", run_name="__main__")
+"""
+
+
+def test_an_only_shard_made_by_every_worker_gives_the_same_bytes(tmp_path, sample_vocab):
+  [one_worker] = create(tmp_path, sample_vocab)
+  shared = tmp_path / "shared.tfrecord"
+  scripts.run_python(SHARED_TOKENIZATION, f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
+                     f"--output_file={shared}", f"--vocab_file={sample_vocab}",
+                     f"--max_seq_length={MAX_SEQ_LENGTH}",
+                     f"--max_predictions_per_seq={MAX_PREDICTIONS}", "--dupe_factor=2",
+                     "--num_workers=2", cwd=REPO_ROOT)
+  assert shared.read_bytes() == one_worker.read_bytes()
+
+
 def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab,
                                                                  sharded_two_workers):
   # Workers write each shard's records as one TFRecord file per output (a GZIP member when

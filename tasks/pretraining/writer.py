@@ -49,6 +49,9 @@ from tasks.pretraining import processes
 
 # Lines per call of the in-graph tokenizer.
 _TOKENIZE_BATCH_LINES = 2048
+# A run's only shard is tokenized by all workers at once from this size of input up: below it,
+# starting a tokenizer in each other worker costs more than it saves (docs/benchmarks.md).
+_SHARED_TOKENIZATION_BYTES = 8 * 2 ** 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,7 +350,7 @@ def _shard_results(executor, num_workers, jobs):
   """
   in_flight = collections.deque()  # (Future, num_bytes)
   for arguments, num_bytes in jobs:
-    if len(arguments) > 6 and arguments[6] > 1:
+    if len(arguments) > 6 and arguments[6] > 1 and num_bytes >= _SHARED_TOKENIZATION_BYTES:
       # The run's only shard (given the threads of all workers): they tokenize it together.
       _, documents, settings = arguments[:3]
       arguments = (*arguments[:7], _tokenized_by_workers(executor, num_workers, documents,
