@@ -127,6 +127,10 @@ def gflops(call, flops, warmup, repeats):
   return flops / min(seconds) / 1e9, flops / statistics.median(seconds) / 1e9
 
 
+# in_process_peak's `library` -> the kernel's name in the tables.
+IN_PROCESS_LIBRARIES = {"tf": "TF tf.linalg.matmul", "torch": "PyTorch torch.matmul"}
+
+
 def in_process_peak(dtype, library, shapes=SHAPES, warmup=1, repeats=3):
   """Best `dtype` GFLOP/s of one library's eager matmul (`library` "tf": `tf.linalg.matmul`,
   "torch": `torch.matmul`) over `shapes`, timed in the calling process with its thread settings,

@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import keras  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
 from modeling import bert_config as bert_config_lib  # pylint: disable=g-import-not-at-top
 from modeling import losses  # pylint: disable=g-import-not-at-top
 from modeling import pretraining_model  # pylint: disable=g-import-not-at-top
@@ -314,30 +315,14 @@ def interleaved_median_seconds(rows, warmup_steps, steps):
 
 
 def matmul_peaks(size, repeats):
-  """Best float32 GFLOP/s of a `[size, size] x [size, size]` matmul, per library.
+  """Best float32 GFLOP/s of an eager `[size, size] x [size, size]` matmul, per library.
 
   Returns:
     dict library name -> GFLOP/s.
   """
-  import torch  # pylint: disable=g-import-not-at-top
-  flops = 2.0 * size ** 3
-  a_tf, b_tf = tf.random.normal([size, size]), tf.random.normal([size, size])
-  a_torch, b_torch = torch.randn(size, size), torch.randn(size, size)
-  # Eager CPU kernels of both libraries return once the product is computed.
-  calls = {
-      "TF tf.linalg.matmul": lambda: tf.linalg.matmul(a_tf, b_tf),
-      "PyTorch torch.mm": lambda: torch.mm(a_torch, b_torch),
-  }
-  peaks = {}
-  for name, call in calls.items():
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-      start = time.perf_counter()
-      call()
-      best = min(best, time.perf_counter() - start)
-    peaks[name] = flops / best / 1e9
-  return peaks
+  square = matmul_peak.MatmulShape(f"{size}^2", size, size, size)
+  return {name: matmul_peak.in_process_peak("float32", library, (square,), repeats=repeats)[0]
+          for library, name in matmul_peak.IN_PROCESS_LIBRARIES.items()}
 
 
 def main(argv):

@@ -40,11 +40,10 @@ inputs with the same label (argmax) and the largest probability difference. With
 classifier layer the two probabilities are close to each other, so a small float32 margin
 (printed) makes label flips likelier than on a trained model.
 
-The matmul peak: the best GFLOP/s of a square `[--matmul_size]^2` product, eager
-`tf.linalg.matmul` and `torch.mm`, float32 and bfloat16, taken before and after the models (the
-best counts); `benchmarks/matmul_peak.py` measures it at BERT's shapes in more detail.
-`--threads`, `--matmul_size`, `--matmul_repeats` and `--shapes` are `benchmarks/model_step.py`'s
-flags.
+The matmul peak: the best GFLOP/s of eager `tf.linalg.matmul` and `torch.matmul` over BERT's
+shapes (`matmul_peak.in_process_peak`), float32 and bfloat16, taken before and after the models
+(the best counts); `benchmarks/matmul_peak.py` measures more kernels, each in a fresh process.
+`--threads`, `--matmul_repeats` and `--shapes` are `benchmarks/model_step.py`'s flags.
 
 Usage:
   python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
@@ -74,6 +73,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (the export's ops)
 
 from base import cpu_features  # pylint: disable=g-import-not-at-top
+from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
 from benchmarks import model_step  # pylint: disable=g-import-not-at-top
 from modeling import checkpoint_io  # pylint: disable=g-import-not-at-top
 from modeling import classifier_model  # pylint: disable=g-import-not-at-top
@@ -304,35 +304,15 @@ def benchmark_shape(shape, sentences, vocab_file, pretrained_dir, calls_per_batc
   return rows, agreements
 
 
-def matmul_peaks(size, repeats):
-  """Best GFLOP/s of a `[size, size] x [size, size]` matmul, per library and dtype (eager
-  `tf.linalg.matmul` and `torch.mm`; as `model_step.matmul_peaks`, in bfloat16 too).
+def matmul_peaks(repeats):
+  """Best GFLOP/s of eager matmuls at BERT's shapes (`matmul_peak.SHAPES`), per dtype and library.
 
   Returns:
     dict (dtype, library name) -> GFLOP/s.
   """
-  import torch  # pylint: disable=g-import-not-at-top
-  flops = 2.0 * size ** 3
-  peaks = {}
-  for dtype in ("float32", "bfloat16"):
-    a_tf = tf.cast(tf.random.normal([size, size]), dtype)
-    b_tf = tf.cast(tf.random.normal([size, size]), dtype)
-    a_torch = torch.randn(size, size).to(getattr(torch, dtype))
-    b_torch = torch.randn(size, size).to(getattr(torch, dtype))
-    # Eager CPU kernels of both libraries return once the product is computed.
-    calls = {
-        "TF tf.linalg.matmul": lambda a=a_tf, b=b_tf: tf.linalg.matmul(a, b),
-        "PyTorch torch.mm": lambda a=a_torch, b=b_torch: torch.mm(a, b),
-    }
-    for name, call in calls.items():
-      call()
-      best = float("inf")
-      for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-      peaks[(dtype, name)] = flops / best / 1e9
-  return peaks
+  return {(dtype, name): matmul_peak.in_process_peak(dtype, library, repeats=repeats)[0]
+          for dtype in ("float32", "bfloat16")
+          for library, name in matmul_peak.IN_PROCESS_LIBRARIES.items()}
 
 
 def per_batch(values, flag_name):
@@ -398,7 +378,7 @@ def main(argv):
 
   start = time.perf_counter()
   # The machine is shared: the peak is taken before and after the models, and the best counts.
-  peaks = matmul_peaks(FLAGS.matmul_size, FLAGS.matmul_repeats)
+  peaks = matmul_peaks(FLAGS.matmul_repeats)
   rows, agreements = [], {}
   for name in FLAGS.shapes:
     shape_rows, agreements[name] = benchmark_shape(
@@ -406,7 +386,7 @@ def main(argv):
         pretrained if name == "minilm" else None, base_calls if name == "base" else calls,
         warmups)
     rows += shape_rows
-  for key, gflops in matmul_peaks(FLAGS.matmul_size, FLAGS.matmul_repeats).items():
+  for key, gflops in matmul_peaks(FLAGS.matmul_repeats).items():
     peaks[key] = max(peaks[key], gflops)
 
   print(f"{os.cpu_count()} cores, {FLAGS.threads} threads; bfloat16 dot products "
@@ -422,7 +402,7 @@ def main(argv):
             f"agreement {100 * same:.2f}%, max probability difference {difference:.2e} (median "
             f"fp32 margin |p1-p0| {margin:.3f})")
   for (dtype, name), gflops in peaks.items():
-    print(f"{dtype} matmul peak, {name} {FLAGS.matmul_size}^2: {gflops:.1f} GFLOP/s")
+    print(f"{dtype} matmul peak, {name} at BERT's shapes: {gflops:.1f} GFLOP/s")
 
 
 if __name__ == "__main__":
