@@ -144,8 +144,8 @@ def mask_batch(batch, masked_lm_prob, max_predictions_per_seq, special_ids, do_w
     special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: mask whole words.
     generator: a `np.random.Generator`.
-    in_place: mask `batch.input_ids` itself instead of a copy (a shard's copy took 7% of its
-      time, most of it faulting in the new pages), for a caller that keeps no unmasked batch.
+    in_place: mask `batch.input_ids` itself instead of a copy (a shard-sized copy, mostly
+      faulting in new pages), for a caller that keeps no unmasked batch.
 
   Returns:
     a new `InstanceBatch` with masked `input_ids` and the `masked_lm_*` fields filled in.

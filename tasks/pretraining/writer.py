@@ -204,8 +204,8 @@ def _small_pages():
 
   NumPy `madvise`s every array of 4 MB or more for huge pages. Where the kernel defragments on
   such a request (`/sys/kernel/mm/transparent_hugepage/defrag` "madvise", the default), a page
-  fault of a shard's fresh 500 MB arrays waits for memory to be compacted: with it, laying out
-  and masking a 44 MB shard took 4.9 s, 3.9 s of them in the kernel; without, 2.8 s, 1.5 s.
+  fault of a shard's fresh arrays of hundreds of MB waits for memory to be compacted, most of
+  the time of laying out and masking a large shard (docs/benchmarks.md).
   """
   core = np._core if hasattr(np, "_core") else np.core  # pylint: disable=protected-access
   set_madvise = getattr(core.multiarray, "_set_madvise_hugepage", None)
