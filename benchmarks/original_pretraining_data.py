@@ -17,18 +17,29 @@ and calls its `main` through `tf.app.run`, as its own `__main__` block does. The
 `--original_wheel`, or `pip download --no-deps bert-tensorflow==1.0.4` into
 `--wheel_cache_dir` (once; later runs reuse it).
 
+With `--profile` it runs neither script, but times each step of ours on the largest project
+size's input (its first shard, as the real run makes it: all workers tokenize a run's only shard
+together, then one process lays out, masks, serializes and writes it with their threads), each
+step alone in this process, by calling the writer's own functions; the main process's steps
+(reading, appending the part to the output) are timed here too.
+
 The check: the instance counts of the two (ours lays out the original's instances, the shards
 of 10,000 documents drawing their random next sentences from their own shard), and one record of
 each with the same feature names and value counts.
 
 Usage (the lock keeps other benchmarks off the two cores while it runs):
   flock /tmp/bench.lock python benchmarks/original_pretraining_data.py \
-      --wikitext=wikitext-2-valid.tokens.txt --vocab_file=uncased_vocab.txt
+      --wikitext=wikitext-2-valid.tokens.txt --vocab_file=uncased_vocab.txt [--profile]
 """
+
+import collections
+import concurrent.futures
+import contextlib
 
 import dataclasses
 import glob
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -40,7 +51,11 @@ from absl import flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from data import text_files  # pylint: disable=g-import-not-at-top
 from data import wikitext  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import examples  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import layout  # pylint: disable=g-import-not-at-top
+from tasks.pretraining import masking  # pylint: disable=g-import-not-at-top
 from tasks.pretraining import writer as writer_lib  # pylint: disable=g-import-not-at-top
 
 FLAGS = flags.FLAGS
@@ -57,6 +72,8 @@ flags.DEFINE_integer("num_workers", None, "Workers of this project's runs (defau
                      "one per core).")
 flags.DEFINE_integer("shard_documents", None, "This project's --shard_documents (default: its "
                      "own, 10,000).")
+flags.DEFINE_bool("profile", False, "Instead of the comparison: the seconds of each step of ours "
+                  "on the largest --project_sizes input (see the module's docstring).")
 flags.mark_flags_as_required(["wikitext", "vocab_file"])
 
 REPO_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -141,17 +158,99 @@ def marginal(small, large):
   return (large.seconds - small.seconds) / (large.megabytes - small.megabytes)
 
 
+def write_corpora(sizes, temp_dir):
+  """Writes --wikitext as documents, repeated `times` for each of `sizes`; returns
+  {times: path}."""
+  with open(FLAGS.wikitext, encoding="utf-8") as reader:
+    text = "\n".join(wikitext.to_documents(reader)) + "\n"
+  corpora = {}
+  for times in sorted(set(sizes)):
+    corpora[times] = os.path.join(temp_dir, f"wikitext_{times}x.txt")
+    with open(corpora[times], "w", encoding="utf-8") as writer:
+      writer.write("\n".join([text] * times))
+  return corpora
+
+
+@contextlib.contextmanager
+def timed(module, name, seconds, step):
+  """Within it, calls of `module.name` add their seconds to `seconds[step]`."""
+  function = getattr(module, name)
+
+  def timed_function(*args, **kwargs):
+    start = time.perf_counter()
+    try:
+      return function(*args, **kwargs)
+    finally:
+      seconds[step] += time.perf_counter() - start
+
+  setattr(module, name, timed_function)
+  try:
+    yield
+  finally:
+    setattr(module, name, function)
+
+
+def profile(corpus, temp_dir):
+  """Prints the seconds of each step of ours on the first shard of `corpus` (see the module's
+  docstring)."""
+  num_workers = FLAGS.num_workers or os.cpu_count()
+  settings = writer_lib.Settings(
+      vocab_file=FLAGS.vocab_file, do_lower_case=True, max_seq_length=128,
+      max_predictions_per_seq=20, random_seed=12345, dupe_factor=5, masked_lm_prob=0.15,
+      short_seq_prob=0.1, do_whole_word_mask=False)
+  seconds = collections.Counter()
+  start = time.perf_counter()
+  documents, num_bytes = next(writer_lib.read_document_shards(
+      [corpus], FLAGS.shard_documents or 10000, text_files.DecodeStats()))
+  seconds["read and split documents (main process)"] = time.perf_counter() - start
+  # Forked before this process runs a TensorFlow op, as the writer's workers.
+  start = time.perf_counter()
+  with concurrent.futures.ProcessPoolExecutor(
+      num_workers, mp_context=multiprocessing.get_context("fork"),
+      initializer=writer_lib._start_worker, initargs=(num_workers, os.getpid())) as executor:  # pylint: disable=protected-access
+    tokenized = writer_lib._tokenized_by_workers(executor, num_workers, documents, settings)  # pylint: disable=protected-access
+  seconds[f"tokenize in the graph ({num_workers} workers, their start included)"] = (
+      time.perf_counter() - start)
+  # This process now makes the shard as the worker given the only shard does.
+  writer_lib._share_the_cores(num_workers)  # pylint: disable=protected-access
+  writer_lib._keep_freed_memory()  # pylint: disable=protected-access
+  steps = [(layout, "create_instance_batch", "layout: the random draws"),
+           (layout, "_pack", "layout: truncate and pack"),
+           (masking, "mask_batch", "masking"),
+           (examples, "serialize", "serialize"),
+           (writer_lib, "_write_parts", "write the part file")]
+  seconds.update({step: 0.0 for _, _, step in steps})  # The table's order.
+  start = time.perf_counter()
+  with contextlib.ExitStack() as stack:
+    for module, name, step in steps:
+      stack.enter_context(timed(module, name, seconds, step))
+    (part_path,), counts = writer_lib.process_shard(
+        0, documents, settings, 1, None, temp_dir, threads=num_workers, tokenized=tokenized)
+  # The draws' time includes the packing it calls.
+  seconds["layout: the random draws"] -= seconds["layout: truncate and pack"]
+  seconds["other (documents from lines, statistics)"] = (
+      time.perf_counter() - start - sum(seconds[step] for _, _, step in steps))
+  start = time.perf_counter()
+  with writer_lib.open_output(os.path.join(temp_dir, "output.tfrecord")) as output:
+    writer_lib.append_file(part_path, output)
+  seconds["append the part to the output (main process)"] = time.perf_counter() - start
+  print(f"\n{num_bytes / 1e6:.1f} MB, {counts['documents']:,} documents, "
+        f"{counts['instances']:,} instances; {' '.join(COMMON_FLAGS)}")
+  print(f"| {'step':<62} | seconds |\n|{'-' * 64}|---------|")
+  for step, value in seconds.items():
+    print(f"| {step:<62} | {value:>7.2f} |")
+  print(f"| {'total':<62} | {sum(seconds.values()):>7.2f} |")
+
+
 def main(argv):
   del argv
-  wheel = original_wheel()
   with tempfile.TemporaryDirectory() as temp_dir:
-    with open(FLAGS.wikitext, encoding="utf-8") as reader:
-      text = "\n".join(wikitext.to_documents(reader)) + "\n"
-    corpora = {}
-    for times in sorted({int(size) for size in FLAGS.original_sizes + FLAGS.project_sizes}):
-      corpora[times] = os.path.join(temp_dir, f"wikitext_{times}x.txt")
-      with open(corpora[times], "w", encoding="utf-8") as writer:
-        writer.write("\n".join([text] * times))
+    if FLAGS.profile:
+      largest = max(map(int, FLAGS.project_sizes))
+      profile(write_corpora([largest], temp_dir)[largest], temp_dir)
+      return
+    wheel = original_wheel()
+    corpora = write_corpora(map(int, FLAGS.original_sizes + FLAGS.project_sizes), temp_dir)
 
     def megabytes(times):
       return os.path.getsize(corpora[times]) / 1e6

@@ -444,6 +444,11 @@ def part_outputs(records_before, part_paths, num_outputs):
           for part, path in enumerate(part_paths) if path is not None]
 
 
+def open_output(path):
+  """Opens the output file `path` for writing (binary), for `append_file` to append to."""
+  return tf.io.gfile.GFile(path, "wb")
+
+
 def append_file(path, output):
   """Appends the bytes of the file `path` (any `tf.io.gfile` file system) to the open `output`."""
   with tf.io.gfile.GFile(path, "rb") as records:
@@ -583,7 +588,7 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
       executor = concurrent.futures.ProcessPoolExecutor(
           num_workers, mp_context=multiprocessing.get_context(start_method),
           initializer=_start_worker, initargs=(num_workers, os.getpid()))
-    outputs = [tf.io.gfile.GFile(path, "wb") for path in temp_paths]
+    outputs = [open_output(path) for path in temp_paths]
     jobs = (((index, documents, settings, len(outputs), compression_type, parts_directory,
               num_workers if only_shard else 1), num_bytes)
             for index, (documents, num_bytes, only_shard)
