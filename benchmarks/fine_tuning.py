@@ -111,6 +111,7 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "examples"))
 
 from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
+from benchmarks import shapes  # pylint: disable=g-import-not-at-top
 import common  # pylint: disable=g-import-not-at-top  (examples/common.py)
 import glue_minilm  # pylint: disable=g-import-not-at-top  (examples/glue_minilm.py)
 
@@ -157,23 +158,6 @@ flags.DEFINE_enum("mrpc_worker", None, list(PRECISIONS),
                   "Internal: run the transformers MRPC epoch in this precision, print JSON.")
 flags.DEFINE_enum("mrpc_padding", "max_length", list(PADDINGS), "Internal: the worker's padding.")
 flags.DEFINE_string("mrpc_data_dir", None, "Internal: the worker's train.tsv / dev.tsv folder.")
-
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-  """Model dimensions of one step-part shape."""
-  name: str
-  num_layers: int
-  hidden_size: int
-  num_heads: int
-  intermediate_size: int
-  vocab_size: int = 30522
-
-
-SHAPES = {
-    "minilm": Shape("minilm", num_layers=6, hidden_size=384, num_heads=12, intermediate_size=1536),
-    "base": Shape("base", num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072),
-}
 
 
 def model_flops_per_step(shape, batch_size, seq_length):
@@ -361,7 +345,7 @@ def step_worker():
       reply["peak"] = matmul_peak.in_process_peak(
           command["dtype"], "tf" if library == "ours" else "torch", repeats=FLAGS.peak_repeats)
     elif command["cmd"] == "build":
-      shape = SHAPES[command["shape"]]
+      shape = shapes.SHAPES[command["shape"]]
       batch = make_batch(shape, FLAGS.batch_size, FLAGS.seq_length)
       real = shape.name == "minilm" and pretrained is not None
       if library == "ours":
@@ -460,7 +444,7 @@ def run_step_part(output_dir):
         rows.append((worker, worker.call(cmd="build", shape=name, precision=precision)["row"]))
         labels.append((library, precision))
     seconds = interleaved_median_seconds(rows, FLAGS.warmup_steps, FLAGS.steps)
-    results += [(SHAPES[name], library, precision, row_seconds)
+    results += [(shapes.SHAPES[name], library, precision, row_seconds)
                 for (library, precision), row_seconds in zip(labels, seconds)]
     for worker in workers.values():
       worker.call(cmd="clear")
@@ -721,7 +705,8 @@ def main(argv):
   if FLAGS.step_worker:
     step_worker()
     return
-  for name, values, known in (("parts", FLAGS.parts, PARTS), ("shapes", FLAGS.shapes, SHAPES),
+  for name, values, known in (("parts", FLAGS.parts, PARTS),
+                              ("shapes", FLAGS.shapes, shapes.SHAPES),
                               ("precisions", FLAGS.precisions, PRECISIONS),
                               ("mrpc_paddings", FLAGS.mrpc_paddings, PADDINGS)):
     for value in values:

@@ -64,6 +64,7 @@ import keras  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
+from benchmarks import shapes  # pylint: disable=g-import-not-at-top
 from modeling import bert_config as bert_config_lib  # pylint: disable=g-import-not-at-top
 from modeling import losses  # pylint: disable=g-import-not-at-top
 from modeling import pretraining_model  # pylint: disable=g-import-not-at-top
@@ -84,32 +85,11 @@ flags.DEFINE_integer("matmul_repeats", 3,
                      "Timed matmuls per library, before and after the models; the best is the peak.")
 
 
-@dataclasses.dataclass(frozen=True)
-class Shape:
-  """Model and batch dimensions of one benchmark shape."""
-  name: str
-  num_layers: int
-  hidden_size: int
-  num_heads: int
-  intermediate_size: int
-  vocab_size: int = 30522
-  seq_length: int = 128
-  batch_size: int = 8
-  num_predictions: int = 20
-
-
-SHAPES = {
-    "base": Shape("base", num_layers=12, hidden_size=768, num_heads=12, intermediate_size=3072),
-    "minilm": Shape("minilm", num_layers=6, hidden_size=384, num_heads=12,
-                    intermediate_size=1536),
-}
-
-
 def model_flops_per_step(shape, scored_positions):
   """Training FLOPs of one step by the formula of the module docstring.
 
   Args:
-    shape: a `Shape`.
+    shape: a `shapes.Shape`.
     scored_positions: positions per example whose vocabulary logits are computed.
 
   Returns:
@@ -328,8 +308,9 @@ def matmul_peaks(size, repeats):
 def main(argv):
   del argv
   for name in FLAGS.shapes:
-    if name not in SHAPES:
-      raise app.UsageError(f"--shapes: unknown shape {name!r}; expected {', '.join(SHAPES)}")
+    if name not in shapes.SHAPES:
+      raise app.UsageError(f"--shapes: unknown shape {name!r}; expected "
+                           f"{', '.join(shapes.SHAPES)}")
   for name in FLAGS.implementations:
     if name not in IMPLEMENTATIONS:
       raise app.UsageError(f"--implementations: unknown {name!r}; expected "
@@ -345,7 +326,7 @@ def main(argv):
   peaks = matmul_peaks(FLAGS.matmul_size, FLAGS.matmul_repeats)
   results = []
   for shape_name in FLAGS.shapes:
-    shape = SHAPES[shape_name]
+    shape = shapes.SHAPES[shape_name]
     batch = make_batch(shape)
     rows = [row for name in FLAGS.implementations for row in ROW_FACTORIES[name](shape, batch)]
     seconds = interleaved_median_seconds(rows, FLAGS.warmup_steps, FLAGS.steps)

@@ -74,7 +74,8 @@ import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (th
 
 from base import cpu_features  # pylint: disable=g-import-not-at-top
 from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
-from benchmarks import model_step  # pylint: disable=g-import-not-at-top
+from benchmarks import model_step  # pylint: disable=g-import-not-at-top,unused-import  (its flags)
+from benchmarks import shapes  # pylint: disable=g-import-not-at-top
 from modeling import checkpoint_io  # pylint: disable=g-import-not-at-top
 from modeling import classifier_model  # pylint: disable=g-import-not-at-top
 from modeling.conversion import huggingface  # pylint: disable=g-import-not-at-top
@@ -356,9 +357,9 @@ def print_table(rows):
 def main(argv):
   del argv
   for name in FLAGS.shapes:
-    if name not in model_step.SHAPES:
+    if name not in shapes.SHAPES:
       raise app.UsageError(f"--shapes: unknown shape {name!r}; expected "
-                           f"{', '.join(model_step.SHAPES)}")
+                           f"{', '.join(shapes.SHAPES)}")
   for precision in FLAGS.precisions:
     if precision not in export_precision.PRECISIONS:
       raise app.UsageError(f"--precisions: unknown precision {precision!r}; expected "
@@ -382,7 +383,7 @@ def main(argv):
   rows, agreements = [], {}
   for name in FLAGS.shapes:
     shape_rows, agreements[name] = benchmark_shape(
-        model_step.SHAPES[name], sentences, str(vocab_file),
+        shapes.SHAPES[name], sentences, str(vocab_file),
         pretrained if name == "minilm" else None, base_calls if name == "base" else calls,
         warmups)
     rows += shape_rows

@@ -48,8 +48,8 @@ import keras  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
 
-from benchmarks import model_step  # pylint: disable=g-import-not-at-top
 from benchmarks import serving  # pylint: disable=g-import-not-at-top  (its flags too)
+from benchmarks import shapes  # pylint: disable=g-import-not-at-top
 from data import graph_packing  # pylint: disable=g-import-not-at-top
 from data import graph_tokenization  # pylint: disable=g-import-not-at-top
 from data import tokenization  # pylint: disable=g-import-not-at-top
@@ -118,7 +118,7 @@ def profile_shape(shape_name, sentences, vocab_file, pretrained_dir):
   batch_size = FLAGS.profile_batch_size
   texts = [[sentences[(i * batch_size + k) % len(sentences)] for k in range(batch_size)]
            for i in range(FLAGS.profile_calls)]
-  hf_model = serving.huggingface_model(model_step.SHAPES[shape_name], pretrained_dir)
+  hf_model = serving.huggingface_model(shapes.SHAPES[shape_name], pretrained_dir)
   with tempfile.TemporaryDirectory(prefix="serving_profile_") as work_dir:
     work_dir = pathlib.Path(work_dir)
     paths = serving.export_same_weights(hf_model, vocab_file, work_dir, FLAGS.precisions)
