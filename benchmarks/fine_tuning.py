@@ -46,6 +46,17 @@ Two parts, one run (`--parts` picks them):
    `torch.matmul` at BERT's dense and attention shapes, measured in this process before and after
    the models (the best counts).
 
+   `--profile` adds, per shape and precision, in the same workers after the timed steps, where
+   each row's step spends its time. (a) Seconds per step split into forward (the forward pass and
+   loss in training mode alone: ours as a `tf.function` of the task's model call and loss,
+   transformers' under the row's autocast), backward (forward and backward passes without the
+   update, minus the forward) and the optimizer and the rest (the whole step minus forward and
+   backward: clipping, the update, and ours' input iterator and loop), each phase called
+   `--profile_steps` times in turn, medians. (b) `--profile_steps` steps traced, and the op types
+   of most summed time per step with their count per step: ours from the TensorFlow profiler's
+   trace (the leaf ops of the host plane, `xplane.leaf_op_events`), transformers' from
+   `torch.profiler` (self CPU time per op name, `key_averages`).
+
 2. One MRPC epoch, each run from the real MiniLM weights (`--max_seq_length=128`,
    `--train_batch_size=32`, `--learning_rate=2e-5`, 1 epoch, warm-up 10%), train.tsv (3,668
    pairs) / dev.tsv (408) split from `msr_paraphrase_train.txt` as `examples/glue_minilm.py`
@@ -80,10 +91,12 @@ in part 2; `run_classifier.py` runs with TensorFlow's defaults (the core count).
 Usage:
   python benchmarks/fine_tuning.py [--parts=step,mrpc] [--shapes=minilm,base]
       [--precisions=float32,bfloat16] [--batch_size=32] [--seq_length=128] [--steps=5]
-      [--warmup_steps=1] [--mrpc_paddings=max_length,dynamic] [--mrpc_max_train_examples=0]
+      [--warmup_steps=1] [--profile] [--profile_steps=3]
+      [--mrpc_paddings=max_length,dynamic] [--mrpc_max_train_examples=0]
       [--shared_data=../shared/data] [--output_dir=/tmp/fine_tuning]
 """
 
+import collections
 import contextlib
 import csv
 import dataclasses
@@ -125,6 +138,8 @@ LIBRARIES = ("ours", "transformers")
 PEAK_KERNELS = {"ours": "TF tf.linalg.matmul", "transformers": "PyTorch torch.matmul"}
 # Marks a step worker's answers on its stdout.
 REPLY = "@@fine_tuning@@ "
+# Op types per row printed by --profile.
+TOP_OP_TYPES = 12
 # Dynamic padding's bucket width, as `training.input_pipeline._BUCKET_WIDTH`.
 BUCKET_WIDTH = 16
 
@@ -141,6 +156,10 @@ flags.DEFINE_integer("peak_repeats", 3, "Timed matmuls per kernel and shape of t
 flags.DEFINE_float("pause_seconds", 0.5,
                    "Untimed pause before each timed step, so the previous row's thread pools "
                    "stop spinning (see model_step.py).")
+flags.DEFINE_bool("profile", False,
+                  "Step part: also split each row's step into forward / backward / optimizer and "
+                  "sum its op time per op type (TensorFlow profiler, torch.profiler).")
+flags.DEFINE_integer("profile_steps", 3, "--profile: calls per phase and traced steps per row.")
 flags.DEFINE_list("mrpc_paddings", list(PADDINGS), "MRPC: padding modes: max_length, dynamic.")
 flags.DEFINE_integer("mrpc_max_train_examples", 0,
                      "MRPC: train on the first N pairs of train.tsv only (0: all 3,668).")
@@ -193,10 +212,20 @@ def converted_minilm(output_dir):
 
 @dataclasses.dataclass
 class Row:
-  """One implementation and precision to time at one shape."""
+  """One implementation and precision to time at one shape.
+
+  Attributes:
+    library: `ours` or `transformers`.
+    precision: `float32` or `bfloat16`.
+    step: runs one training step; returns the float loss.
+    forward: runs the step's forward pass and loss alone (training mode); returns the loss.
+    forward_backward: runs the forward pass, loss and gradients, no update; returns the loss.
+  """
   library: str
   precision: str
   step: Callable[[], float]
+  forward: Callable[[], float]
+  forward_backward: Callable[[], float]
 
 
 def make_batch(shape, batch_size, seq_length, seed=0):
@@ -249,7 +278,19 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
     losses, _ = train_loop(iterator, one_step)
     return float(losses.numpy()[-1])
 
-  return Row("ours", precision, step)
+  @tf.function
+  def forward():
+    outputs = trainer.task.call_model(trainer.model, features, training=True)
+    return trainer.task.compute_loss(features, outputs, training=True)[0]
+
+  @tf.function
+  def forward_backward():
+    loss, _, gradients = trainer._forward_backward(features)  # pylint: disable=protected-access
+    # Returned, so that the call waits for every gradient.
+    return loss, [g for g in gradients if g is not None]
+
+  return Row("ours", precision, step, lambda: float(forward()),
+             lambda: float(forward_backward()[0]))
 
 
 def huggingface_optimizer(model, learning_rate, warmup_steps, total_steps):
@@ -269,17 +310,28 @@ def huggingface_optimizer(model, learning_rate, warmup_steps, total_steps):
   return optimizer, scheduler
 
 
+def huggingface_loss_fn(model, precision):
+  """`loss(tensors) -> loss tensor`: forward and loss, under bfloat16 autocast for bfloat16."""
+  import torch  # pylint: disable=g-import-not-at-top
+
+  def loss(tensors):
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bfloat16"
+                else contextlib.nullcontext())
+    with autocast:
+      return model(**tensors).loss
+
+  return loss
+
+
 def huggingface_step_fn(model, optimizer, scheduler, precision):
   """`step(tensors) -> float loss`: forward and loss (under bfloat16 autocast for bfloat16),
   backward, clipping at global norm 1, AdamW update, schedule step."""
   import torch  # pylint: disable=g-import-not-at-top
+  loss_fn = huggingface_loss_fn(model, precision)
 
   def step(tensors):
     optimizer.zero_grad(set_to_none=True)
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bfloat16"
-                else contextlib.nullcontext())
-    with autocast:
-      loss = model(**tensors).loss
+    loss = loss_fn(tensors)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -311,11 +363,99 @@ def huggingface_row(shape, precision, batch, pretrained_dir):
   model = huggingface_model(shape, pretrained_dir)
   optimizer, scheduler = huggingface_optimizer(model, 2e-5, 100, 1000)
   step_fn = huggingface_step_fn(model, optimizer, scheduler, precision)
+  loss_fn = huggingface_loss_fn(model, precision)
   tensors = {"input_ids": torch.from_numpy(batch["input_ids"]).long(),
              "attention_mask": torch.from_numpy(batch["input_mask"]).long(),
              "token_type_ids": torch.from_numpy(batch["segment_ids"]).long(),
              "labels": torch.from_numpy(batch["label_ids"]).long()}
-  return Row("transformers", precision, lambda: step_fn(tensors))
+
+  def forward_backward():
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn(tensors)
+    loss.backward()
+    return loss.item()
+
+  return Row("transformers", precision, lambda: step_fn(tensors),
+             lambda: loss_fn(tensors).item(), forward_backward)
+
+
+def phase_seconds(row, steps):
+  """Median seconds of a row's forward pass, forward and backward passes, and whole step.
+
+  Each is called once untimed (tracing), then `steps` times, the three in turn, with a pause of
+  `--pause_seconds` before each call.
+
+  Returns:
+    dict `forward`, `forward_backward`, `step` -> float seconds.
+  """
+  phases = {"forward": row.forward, "forward_backward": row.forward_backward, "step": row.step}
+  for function in phases.values():
+    function()
+  seconds = {name: [] for name in phases}
+  for _ in range(steps):
+    for name, function in phases.items():
+      time.sleep(FLAGS.pause_seconds)
+      start = time.perf_counter()
+      function()
+      seconds[name].append(time.perf_counter() - start)
+  return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def tensorflow_op_types(step, steps, trace_dir):
+  """Runs `step` `steps` times under the TensorFlow profiler, tracing into `trace_dir`.
+
+  Returns:
+    `(wall seconds per step, {op type: [seconds per step, ops per step]})` over the leaf ops of
+    the host plane (`xplane.leaf_op_events`).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from benchmarks import xplane  # pylint: disable=g-import-not-at-top
+  tf.profiler.experimental.start(trace_dir)
+  start = time.perf_counter()
+  for _ in range(steps):
+    step()
+  wall = (time.perf_counter() - start) / steps
+  tf.profiler.experimental.stop()
+  op_types = collections.defaultdict(lambda: [0.0, 0.0])
+  for _, op_type, seconds in xplane.leaf_op_events(trace_dir):
+    op_types[op_type][0] += seconds / steps
+    op_types[op_type][1] += 1 / steps
+  return wall, dict(op_types)
+
+
+def torch_op_types(step, steps):
+  """Runs `step` `steps` times under `torch.profiler` (CPU activity).
+
+  Returns:
+    `(wall seconds per step, {op name: [self CPU seconds per step, calls per step]})`.
+  """
+  import torch  # pylint: disable=g-import-not-at-top
+  with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+    start = time.perf_counter()
+    for _ in range(steps):
+      step()
+    wall = (time.perf_counter() - start) / steps
+  return wall, {event.key: [event.self_cpu_time_total / 1e6 / steps, event.count / steps]
+                for event in profile.key_averages()}
+
+
+def profile_row(row, trace_dir):
+  """`--profile` of one row: its phases' seconds, then its op types over traced steps.
+
+  Returns:
+    dict: `phases` (`phase_seconds`), `traced_s` (wall seconds per traced step), `summed_s`
+    (op time summed per step) and `ops`, the `TOP_OP_TYPES` op types of most time as
+    `[op type, seconds per step, ops per step]`.
+  """
+  phases = phase_seconds(row, FLAGS.profile_steps)
+  if row.library == "ours":
+    wall, op_types = tensorflow_op_types(row.step, FLAGS.profile_steps, trace_dir)
+  else:
+    wall, op_types = torch_op_types(row.step, FLAGS.profile_steps)
+  top = sorted(op_types.items(), key=lambda item: -item[1][0])[:TOP_OP_TYPES]
+  return {"phases": phases, "traced_s": wall,
+          "summed_s": sum(seconds for seconds, _ in op_types.values()),
+          "ops": [[name, seconds, count] for name, (seconds, count) in top]}
 
 
 def step_worker():
@@ -324,7 +464,7 @@ def step_worker():
 
   Commands: `peak` (this library's matmul peak of `dtype`), `build` (a row of `shape` and
   `precision`; answers its index), `step` (pauses `--pause_seconds`, then times one step of
-  `row`), `clear` (drops the rows).
+  `row`), `profile` (`profile_row` of `row`), `clear` (drops the rows).
   """
   import gc  # pylint: disable=g-import-not-at-top
   library = FLAGS.step_worker
@@ -361,6 +501,10 @@ def step_worker():
       start = time.perf_counter()
       reply["loss"] = rows[command["row"]].step()
       reply["seconds"] = time.perf_counter() - start
+    elif command["cmd"] == "profile":
+      reply["profile"] = profile_row(
+          rows[command["row"]],
+          tempfile.mkdtemp(prefix="trace_", dir=os.path.join(FLAGS.output_dir, "step")))
     elif command["cmd"] == "clear":
       rows.clear()
       if library == "ours":
@@ -380,6 +524,7 @@ class Worker:
          f"--step_bert_dir={bert_dir or ''}", f"--batch_size={FLAGS.batch_size}",
          f"--seq_length={FLAGS.seq_length}", f"--threads={FLAGS.threads}",
          f"--peak_repeats={FLAGS.peak_repeats}", f"--pause_seconds={FLAGS.pause_seconds}",
+         f"--profile_steps={FLAGS.profile_steps}",
          f"--output_dir={FLAGS.output_dir}"],
         cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
 
@@ -437,6 +582,7 @@ def run_step_part(output_dir):
   peaks = {}
   measure_peaks(workers, peaks)
   results = []
+  profiles = {}
   for name in FLAGS.shapes:
     rows, labels = [], []
     for precision in FLAGS.precisions:
@@ -446,6 +592,10 @@ def run_step_part(output_dir):
     seconds = interleaved_median_seconds(rows, FLAGS.warmup_steps, FLAGS.steps)
     results += [(shapes.SHAPES[name], library, precision, row_seconds)
                 for (library, precision), row_seconds in zip(labels, seconds)]
+    if FLAGS.profile:
+      for (worker, index), (library, precision) in zip(rows, labels):
+        profiles.setdefault((name, precision), {})[library] = worker.call(
+            cmd="profile", row=index)["profile"]
     for worker in workers.values():
       worker.call(cmd="clear")
   measure_peaks(workers, peaks)
@@ -476,6 +626,37 @@ def run_step_part(output_dir):
     print(f"{dtype} matmul peak, {kernel}: {gflops:.1f} GFLOP/s at {shape_name}")
   for dtype in FLAGS.precisions:
     print(f"%peak of {dtype} rows is against {best[dtype][0]:.1f} GFLOP/s")
+  if profiles:
+    print_profiles(profiles)
+
+
+def print_profiles(profiles):
+  """Prints the `--profile` tables of `{(shape name, precision): {library: profile_row()}}`."""
+  print(f"\nWhere the time goes (--profile): seconds per step, median of {FLAGS.profile_steps} "
+        f"calls of each phase; backward = (forward + backward) - forward; optimizer and rest = "
+        f"step - (forward + backward)")
+  print(f"{'shape':6s} {'row':18s} {'forward':>8s} {'backward':>8s} {'opt+rest':>8s} "
+        f"{'step':>7s}")
+  for (shape_name, precision), by_library in profiles.items():
+    for library, profile in by_library.items():
+      phases = profile["phases"]
+      print(f"{shape_name:6s} {library + ' ' + SHORT[precision]:18s} {phases['forward']:8.3f} "
+            f"{phases['forward_backward'] - phases['forward']:8.3f} "
+            f"{phases['step'] - phases['forward_backward']:8.3f} {phases['step']:7.3f}")
+  print(f"\nOp types by summed time per step over {FLAGS.profile_steps} traced steps (ours: "
+        f"TensorFlow profiler, leaf ops of the host plane; transformers: torch.profiler self CPU "
+        f"time); x: ops per step. Ops run side by side on the threads, so the sum can exceed "
+        f"the step")
+  for (shape_name, precision), by_library in profiles.items():
+    print(f"{shape_name} {SHORT[precision]}: " + "; ".join(
+        f"{library} traced {profile['traced_s']:.3f} s/step, ops summed "
+        f"{profile['summed_s']:.3f} s" for library, profile in by_library.items()))
+    columns = [profile["ops"] for profile in by_library.values()]
+    print(" | ".join(f"  {library:36s} {'s/step':>6s} {'x':>5s}" for library in by_library))
+    for index in range(max(len(ops) for ops in columns)):
+      print(" | ".join(
+          f"  {ops[index][0][:36]:36s} {ops[index][1]:6.3f} {ops[index][2]:5.0f}"
+          if index < len(ops) else " " * 51 for ops in columns))
 
 
 # --- Part 2: one MRPC epoch ------------------------------------------------------------------
@@ -712,8 +893,8 @@ def main(argv):
     for value in values:
       if value not in known:
         raise app.UsageError(f"--{name}: unknown {value!r}; expected {', '.join(known)}")
-  if FLAGS.steps < 1 or FLAGS.warmup_steps < 0:
-    raise app.UsageError("--steps must be >= 1 and --warmup_steps >= 0")
+  if FLAGS.steps < 1 or FLAGS.warmup_steps < 0 or FLAGS.profile_steps < 1:
+    raise app.UsageError("--steps and --profile_steps must be >= 1 and --warmup_steps >= 0")
   output_dir = pathlib.Path(FLAGS.output_dir)
   output_dir.mkdir(parents=True, exist_ok=True)
   print(matmul_peak.cpu_description())

@@ -27,7 +27,6 @@ Usage:
 """
 
 import collections
-import glob
 import os
 import pathlib
 import re
@@ -46,10 +45,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import keras  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
-from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
 
 from benchmarks import serving  # pylint: disable=g-import-not-at-top  (its flags too)
 from benchmarks import shapes  # pylint: disable=g-import-not-at-top
+from benchmarks import xplane  # pylint: disable=g-import-not-at-top
 from data import graph_packing  # pylint: disable=g-import-not-at-top
 from data import graph_tokenization  # pylint: disable=g-import-not-at-top
 from data import tokenization  # pylint: disable=g-import-not-at-top
@@ -59,8 +58,6 @@ flags.DEFINE_integer("profile_batch_size", 32, "Sentences per call.")
 flags.DEFINE_integer("profile_calls", 6, "Calls (distinct batches) timed, each twice.")
 flags.DEFINE_integer("trace_calls", 3, "serving_default calls traced per precision.")
 
-# Host-plane events that contain other ops rather than being one.
-CONTAINERS = ("Process", "Run", "PartitionedCall", "StatefulPartitionedCall")
 DENSE = r"(query|key|value|attention_output_dense|intermediate_dense|output_dense|dense|classifier)"
 
 
@@ -90,25 +87,12 @@ def cast_kind(op_name):
 
 def op_times(trace_dir, calls):
   """(ms per call per op type, ms per call per Cast kind) from a trace directory."""
-  path = glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)[0]
-  space = xplane_pb2.XSpace()
-  space.ParseFromString(pathlib.Path(path).read_bytes())
   per_op, casts = collections.Counter(), collections.Counter()
-  for plane in space.planes:
-    if plane.name != "/host:CPU":
-      continue
-    for line in plane.lines:
-      for event in line.events:
-        name = plane.event_metadata[event.metadata_id].name
-        if ":" not in name:
-          continue
-        op_name, op_type = name.rsplit(":", 1)
-        if op_type in CONTAINERS or op_type.strip().startswith("__inference"):
-          continue
-        ms = event.duration_ps / 1e9 / calls
-        per_op[op_type] += ms
-        if op_type == "Cast":
-          casts[cast_kind(op_name)] += ms
+  for op_name, op_type, seconds in xplane.leaf_op_events(trace_dir):
+    ms = 1e3 * seconds / calls
+    per_op[op_type] += ms
+    if op_type == "Cast":
+      casts[cast_kind(op_name)] += ms
   return per_op, casts
 
 
