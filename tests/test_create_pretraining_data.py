@@ -1,8 +1,10 @@
 """create_pretraining_data.py: schema, invariants, statistics, determinism, bad input."""
 
 import collections
+import errno
 import json
 import os
+import pathlib
 import random
 import re
 import signal
@@ -20,6 +22,7 @@ from tasks.pretraining import batches
 from tasks.pretraining import features
 from tasks.pretraining import instances as instances_lib
 from tasks.pretraining import masking
+from tasks.pretraining import writer
 from tests import scripts
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
@@ -302,6 +305,32 @@ def test_gzip_output_reads_back_with_gzip(tmp_path, sample_vocab):
   output = create(tmp_path, sample_vocab, "--gzip")[0]
   assert output.read_bytes()[:2] == b"\x1f\x8b"
   assert len(read_records([output], compression_type="GZIP")["input_ids"]) > 100
+
+
+@pytest.mark.parametrize("sendfile_works", [True, False])
+def test_appended_gzip_parts_are_their_bytes_back_to_back(tmp_path, monkeypatch, sendfile_works):
+  parts = [str(tmp_path / f"part-{part}") for part in range(2)]
+  for part, path in enumerate(parts):
+    with tf.io.TFRecordWriter(path, "GZIP") as part_writer:
+      for index in range(3):
+        part_writer.write(f"record {part} {index}".encode())
+  sendfile, calls = os.sendfile, []
+
+  def spied_sendfile(*args):
+    calls.append(args)
+    if not sendfile_works:  # as a file system that refuses it
+      raise OSError(errno.EINVAL, "Invalid argument")
+    return sendfile(*args)
+
+  monkeypatch.setattr(os, "sendfile", spied_sendfile)
+  output = tmp_path / "out.tfrecord"
+  with writer.open_output(str(output)) as opened:
+    for path in parts:
+      writer.append_file(path, opened)
+  assert calls
+  assert output.read_bytes() == b"".join(pathlib.Path(path).read_bytes() for path in parts)
+  assert [record.numpy() for record in tf.data.TFRecordDataset(str(output), "GZIP")] == [
+      f"record {part} {index}".encode() for part in range(2) for index in range(3)]
 
 
 def test_whole_word_masking_masks_whole_words_only(tmp_path, sample_vocab):

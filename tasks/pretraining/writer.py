@@ -22,7 +22,9 @@ import concurrent.futures
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import gc
+import io
 import json
 import multiprocessing
 import os
@@ -445,14 +447,48 @@ def part_outputs(records_before, part_paths, num_outputs):
 
 
 def open_output(path):
-  """Opens the output file `path` for writing (binary), for `append_file` to append to."""
-  return tf.io.gfile.GFile(path, "wb")
+  """Opens the output file `path` for writing (binary), for `append_file` to append to: with
+  Python's own `open` when it is local, so the parts can be copied into it in the kernel."""
+  return open(path, "wb") if _is_local(path) else tf.io.gfile.GFile(path, "wb")
+
+
+def _is_local(path):
+  """True for a path on the local file system (no `scheme://` of another `tf.io.gfile` one)."""
+  return "://" not in path
 
 
 def append_file(path, output):
-  """Appends the bytes of the file `path` (any `tf.io.gfile` file system) to the open `output`."""
+  """Appends the bytes of the file `path` (any `tf.io.gfile` file system) to the open `output`
+  (`open_output`'s): in the kernel when both are local files, else through this process."""
+  if _is_local(path) and isinstance(output, io.BufferedWriter):
+    output.flush()  # The kernel copy writes at the file's offset, behind Python's buffer.
+    with open(path, "rb") as records:
+      if _send_file(records.fileno(), output.fileno()):
+        return
   with tf.io.gfile.GFile(path, "rb") as records:
     shutil.copyfileobj(records, output, _COPY_BYTES)
+
+
+def _send_file(source, target):
+  """Copies the whole file of descriptor `source` to `target` at its offset with `os.sendfile`:
+  in the kernel, not through this process's memory.
+
+  Returns:
+    False, having written nothing, where the system or file system does not support it.
+  """
+  if not hasattr(os, "sendfile"):
+    return False
+  offset = 0
+  while True:
+    try:
+      sent = os.sendfile(target, source, offset, _SEND_BYTES)
+    except OSError as error:
+      if offset == 0 and error.errno in _SEND_FILE_UNSUPPORTED:
+        return False
+      raise
+    if not sent:
+      return True
+    offset += sent
 
 
 def stats_path(output_file):
@@ -511,6 +547,11 @@ def read_stats(output_file):
 
 # Bytes of a part file read at once when it is appended to an output.
 _COPY_BYTES = 16 << 20
+# Bytes asked of one `os.sendfile` call (Linux sends at most 2 GiB at once).
+_SEND_BYTES = 1 << 30
+# Where `os.sendfile` refuses the pair of files (by platform and file system).
+_SEND_FILE_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP,
+                          errno.EXDEV, errno.ENODATA)
 # Name start of the workers' part directories in the local temporary directory.
 _PARTS_PREFIX = "create_pretraining_data-parts-"
 
@@ -597,7 +638,9 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
 
     def write(part_paths, shard_counts, num_bytes):
       for output_index, part_path in part_outputs(counts["records"], part_paths, len(outputs)):
-        append_file(part_path, outputs[output_index])
+        # Named here: the error of a full disk in a kernel copy names no file.
+        with atomic_files.no_space_is_one_line(output_files[output_index]):
+          append_file(part_path, outputs[output_index])
         os.remove(part_path)
       counts.update(shard_counts)
       elapsed = max(time.monotonic() - start, 1e-9)
@@ -613,8 +656,9 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
         write(*result, num_bytes)
       executor.shutdown()
       executor = None
-    for output in outputs:
-      output.close()
+    for output, path in zip(outputs, output_files):
+      with atomic_files.no_space_is_one_line(path):
+        output.close()
     if not counts["instances"]:
       raise NoDocumentsError(len(input_files), decode_stats.lines)
     # The outputs are complete: a signal from now on ends the process once they are renamed and
