@@ -332,6 +332,34 @@ def _process_shard(shard_index, documents, settings, tokenized=None):
   return serialized, counts
 
 
+@dataclasses.dataclass(frozen=True)
+class _Job:
+  """One shard to make: `process_shard`'s arguments but `tokenized`, and what the main process
+  needs besides.
+
+  Attributes:
+    shard_index, documents, settings, num_parts, compression_type, directory, threads: see
+      `process_shard`.
+    num_bytes: the input bytes the shard covers.
+    tokenize_together: all workers tokenize the shard together before one makes it (a run's
+      only shard, large enough to pay for their tokenizers).
+  """
+  shard_index: int
+  documents: list
+  settings: Settings
+  num_parts: int
+  compression_type: str | None
+  directory: str
+  threads: int
+  num_bytes: int
+  tokenize_together: bool
+
+  def process_shard_arguments(self):
+    """`process_shard`'s positional arguments, up to `threads`."""
+    return (self.shard_index, self.documents, self.settings, self.num_parts,
+            self.compression_type, self.directory, self.threads)
+
+
 def _shard_results(executor, num_workers, jobs):
   """Runs `process_shard` on `executor` for each job, yielding the results in shard order.
 
@@ -341,7 +369,7 @@ def _shard_results(executor, num_workers, jobs):
   Args:
     executor: a `concurrent.futures.ProcessPoolExecutor` of `num_workers` workers.
     num_workers: its number of workers.
-    jobs: iterable of `(process_shard arguments, num_bytes)`.
+    jobs: iterable of `_Job`.
 
   Yields:
     `(process_shard result, num_bytes)` in shard order; at most `2 * num_workers` shards are in
@@ -351,13 +379,11 @@ def _shard_results(executor, num_workers, jobs):
     WorkerDiedError: a worker process ended without finishing its shard.
   """
   in_flight = collections.deque()  # (Future, num_bytes)
-  for arguments, num_bytes in jobs:
-    if len(arguments) > 6 and arguments[6] > 1 and num_bytes >= _SHARED_TOKENIZATION_BYTES:
-      # The run's only shard (given the threads of all workers): they tokenize it together.
-      _, documents, settings = arguments[:3]
-      arguments = (*arguments[:7], _tokenized_by_workers(executor, num_workers, documents,
-                                                         settings))
-    in_flight.append((executor.submit(process_shard, *arguments), num_bytes))
+  for job in jobs:
+    arguments = job.process_shard_arguments()
+    if job.tokenize_together:
+      arguments += (_tokenized_by_workers(executor, num_workers, job.documents, job.settings),)
+    in_flight.append((executor.submit(process_shard, *arguments), job.num_bytes))
     while in_flight and (len(in_flight) >= 2 * num_workers or in_flight[0][0].done()):
       pending, num_bytes = in_flight.popleft()
       yield _result(pending), num_bytes
@@ -630,8 +656,12 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
           num_workers, mp_context=multiprocessing.get_context(start_method),
           initializer=_start_worker, initargs=(num_workers, os.getpid()))
     outputs = [open_output(path) for path in temp_paths]
-    jobs = (((index, documents, settings, len(outputs), compression_type, parts_directory,
-              num_workers if only_shard else 1), num_bytes)
+    # A run's only shard gets the threads of all workers, and from
+    # `_SHARED_TOKENIZATION_BYTES` up they tokenize it together.
+    jobs = (_Job(index, documents, settings, len(outputs), compression_type, parts_directory,
+                 threads=num_workers if only_shard else 1, num_bytes=num_bytes,
+                 tokenize_together=(only_shard and num_workers > 1
+                                    and num_bytes >= _SHARED_TOKENIZATION_BYTES))
             for index, (documents, num_bytes, only_shard)
             in enumerate(_with_only_shard(read_document_shards(input_files, shard_documents,
                                                                decode_stats))))
@@ -649,8 +679,8 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
           f"{counts['instances']:,} instances ({counts['instances'] / elapsed:,.0f}/s)"))
 
     if executor is None:
-      for arguments, num_bytes in jobs:
-        write(*process_shard(*arguments), num_bytes)
+      for job in jobs:
+        write(*process_shard(*job.process_shard_arguments()), job.num_bytes)
     else:
       for result, num_bytes in _shard_results(executor, num_workers, jobs):
         write(*result, num_bytes)
