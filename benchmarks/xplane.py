@@ -5,13 +5,20 @@ Shared by `serving_profile.py` and `fine_tuning.py --profile`; no flags, so eith
 
 import glob
 import pathlib
+import re
 
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-# Host-plane events that contain other ops rather than being one (a function call, a loop or a
-# conditional runs its body's ops, which have events of their own).
-CONTAINERS = ("Process", "Run", "PartitionedCall", "StatefulPartitionedCall", "While",
-              "StatelessWhile", "If", "StatelessIf")
+# Ops that run other ops, which have events of their own: function calls, loops, conditionals.
+CONTAINERS = ("PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile", "If",
+              "StatelessIf")
+# The runtime's event of one run of an XLA-compiled function (`jit_compile=True`, as
+# `modeling/activations.py`'s GELU): the op that calls it has no event of its own.
+XLA_EVENT = "CpuExecutable::ExecuteAsyncOnStream"
+XLA_OP_TYPE = "XLA computation"
+# An op's event is `op name:op type`; the runtime's own events (`ExecutorState::Process`,
+# `KernelAndDeviceFunc::Run`, ...) wrap ops, and XLA's (`end: fusion`) are inside `XLA_EVENT`.
+OP_EVENT = re.compile(r"([^:]+):(\w+)")
 
 
 def leaf_op_events(trace_dir):
@@ -21,8 +28,8 @@ def leaf_op_events(trace_dir):
     trace_dir: the directory given to `tf.profiler.experimental.start`.
 
   Yields:
-    `(op_name, op_type, seconds)` per event, containers (`CONTAINERS`, `__inference_*`
-    functions) and events that are not ops left out.
+    `(op_name, op_type, seconds)` per event: each op outside `CONTAINERS` and `__inference_*`
+    functions, and each run of an XLA computation as op type `XLA_OP_TYPE`.
   """
   path = glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)[0]
   space = xplane_pb2.XSpace()
@@ -33,9 +40,14 @@ def leaf_op_events(trace_dir):
     for line in plane.lines:
       for event in line.events:
         name = plane.event_metadata[event.metadata_id].name
-        if ":" not in name:
+        seconds = event.duration_ps / 1e12
+        if name == XLA_EVENT:
+          yield name, XLA_OP_TYPE, seconds
           continue
-        op_name, op_type = name.rsplit(":", 1)
-        if op_type in CONTAINERS or op_type.strip().startswith("__inference"):
+        match = OP_EVENT.fullmatch(name)
+        if match is None:
           continue
-        yield op_name, op_type, event.duration_ps / 1e12
+        op_name, op_type = match.groups()
+        if op_type in CONTAINERS or op_type.startswith("__inference"):
+          continue
+        yield op_name, op_type, seconds
