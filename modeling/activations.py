@@ -65,19 +65,27 @@ def _xla_fused(activation):
   of `activation`, compiled, not a hand-written formula. Inference and exports keep the plain ops:
   TensorFlow Serving runs XLA-compiled functions only behind a flag.
 
+  A bfloat16 or float16 input (mixed precision) is computed in float32 inside the kernel and
+  rounded once at its end: XLA's CPU backend runs half-precision arithmetic several times slower
+  than float32 (docs/benchmarks.md, "Measurements behind the code"), and the value is the more
+  precise for it.
+
   Args:
     activation: an elementwise function of one tensor.
 
   Returns:
     A function with the same values (up to XLA's rounding) whose gradient runs as one kernel.
   """
-  value = tf.function(activation, jit_compile=True)
+  def in_float32(x):
+    return tf.cast(activation(tf.cast(x, tf.float32)), x.dtype)
+
+  value = tf.function(in_float32, jit_compile=True)
 
   @tf.function(jit_compile=True)
   def gradient(x, upstream):
     with tf.GradientTape() as tape:
       tape.watch(x)
-      y = activation(x)
+      y = in_float32(x)
     return tape.gradient(y, x, output_gradients=upstream)
 
   # AutoGraph would convert the custom-gradient wrapper too and return its gradient function as

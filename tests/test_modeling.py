@@ -145,6 +145,30 @@ def test_training_gelu_is_the_same_function_compiled_by_xla(name):
   assert activations.get_training_activation("relu") is activations.get_activation("relu")
 
 
+@pytest.mark.parametrize("name", ["gelu", "gelu_exact"])
+def test_training_gelu_of_bfloat16_is_the_float32_one_rounded(name):
+  x = tf.constant(np.linspace(-8, 8, 2001), tf.float32)
+  upstream = tf.cos(x)
+  fused = activations.get_training_activation(name)
+
+  def value_and_gradient(inputs, output_gradients):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      y = fused(inputs)
+    return y, tape.gradient(y, inputs, output_gradients=output_gradients)
+
+  half_x, half_upstream = tf.cast(x, tf.bfloat16), tf.cast(upstream, tf.bfloat16)
+  value, gradient = value_and_gradient(half_x, half_upstream)
+  assert value.dtype == gradient.dtype == tf.bfloat16
+  # Computed in float32 from the same bfloat16 operands, rounded once.
+  expected_value, expected_gradient = value_and_gradient(tf.cast(half_x, tf.float32),
+                                                         tf.cast(half_upstream, tf.float32))
+  np.testing.assert_array_equal(tf.cast(value, tf.float32),
+                                tf.cast(tf.cast(expected_value, tf.bfloat16), tf.float32))
+  np.testing.assert_array_equal(tf.cast(gradient, tf.float32),
+                                tf.cast(tf.cast(expected_gradient, tf.bfloat16), tf.float32))
+
+
 def test_only_training_runs_the_xla_compiled_activation():
   config = bert_config_lib.BertConfig(**dict(TINY, hidden_dropout_prob=0.0,
                                              attention_probs_dropout_prob=0.0))
