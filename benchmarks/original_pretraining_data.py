@@ -35,7 +35,6 @@ Usage (the lock keeps other benchmarks off the two cores while it runs):
 import collections
 import concurrent.futures
 import contextlib
-
 import dataclasses
 import glob
 import json
