@@ -323,11 +323,10 @@ def huggingface_loss_fn(model, precision):
   return loss
 
 
-def huggingface_step_fn(model, optimizer, scheduler, precision):
-  """`step(tensors) -> float loss`: forward and loss (under bfloat16 autocast for bfloat16),
-  backward, clipping at global norm 1, AdamW update, schedule step."""
+def huggingface_step_fn(model, loss_fn, optimizer, scheduler):
+  """`step(tensors) -> float loss`: `loss_fn` (forward and loss), backward, clipping at global
+  norm 1, AdamW update, schedule step."""
   import torch  # pylint: disable=g-import-not-at-top
-  loss_fn = huggingface_loss_fn(model, precision)
 
   def step(tensors):
     optimizer.zero_grad(set_to_none=True)
@@ -362,8 +361,8 @@ def huggingface_row(shape, precision, batch, pretrained_dir):
   import torch  # pylint: disable=g-import-not-at-top
   model = huggingface_model(shape, pretrained_dir)
   optimizer, scheduler = huggingface_optimizer(model, 2e-5, 100, 1000)
-  step_fn = huggingface_step_fn(model, optimizer, scheduler, precision)
   loss_fn = huggingface_loss_fn(model, precision)
+  step_fn = huggingface_step_fn(model, loss_fn, optimizer, scheduler)
   tensors = {"input_ids": torch.from_numpy(batch["input_ids"]).long(),
              "attention_mask": torch.from_numpy(batch["input_mask"]).long(),
              "token_type_ids": torch.from_numpy(batch["segment_ids"]).long(),
@@ -800,7 +799,8 @@ def mrpc_worker():
   model = huggingface_model(None, pretrained)
   optimizer, scheduler = huggingface_optimizer(model, FLAGS.learning_rate,
                                                int(num_steps * 0.1), num_steps)
-  step_fn = huggingface_step_fn(model, optimizer, scheduler, precision)
+  step_fn = huggingface_step_fn(model, huggingface_loss_fn(model, precision), optimizer,
+                                scheduler)
 
   step_seconds, losses = [], []
   loop_start = time.perf_counter()
