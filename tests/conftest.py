@@ -8,6 +8,14 @@ import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# pytest-xdist's workers share the cores: each worker, and every script it starts, computes an op
+# on its share of them (TensorFlow's intra-op pool, OpenMP) instead of on all, which oversubscribes
+# them. The inter-op pool keeps its default: replicas' ops and their collectives wait on each other
+# there.
+_WORKER_COUNT = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKER_COUNT > 1:
+  for _name in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // _WORKER_COUNT)))
 
 import pytest
 

@@ -49,7 +49,8 @@ IN_PROCESS_RUNS = {
 @dataclasses.dataclass
 class InProcessResult:
   """What `run_in_process` saw, shaped as a `subprocess.CompletedProcess`: `returncode` 0 or 1,
-  `stderr` the run's log lines then the one-line error, and the run's own `result`."""
+  `stderr` the run's log lines (in absl's format, as the script prints them) then the one-line
+  error, and the run's own `result`."""
   returncode: int
   stderr: str
   stdout: str = ""
@@ -91,6 +92,7 @@ def run_in_process(script, *flags):
   config_class, run = IN_PROCESS_RUNS[script]
   logs = io.StringIO()
   handler = logging.StreamHandler(logs)
+  handler.setFormatter(absl_logging.PythonFormatter())  # the lines a script prints
   root_logger = logging.getLogger()
   root_logger.addHandler(handler)
   verbosity = absl_logging.get_verbosity()

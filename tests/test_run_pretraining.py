@@ -26,7 +26,8 @@ TINY_CONFIG = {"vocab_size": VOCAB_SIZE, "hidden_size": 32, "num_hidden_layers":
                "max_position_embeddings": 64, "type_vocab_size": 2}
 
 
-def run_pretraining(tmp_path, *extra_flags, config=None, records=None, run=scripts.run_script):
+def run_pretraining(tmp_path, *extra_flags, config=None, records=None,
+                    run=scripts.run_in_process):
   config_path = tmp_path / "bert_config.json"
   config_path.write_text(json.dumps(config or TINY_CONFIG))
   records = records or write_records(tmp_path / "data.tfrecord")
@@ -43,11 +44,12 @@ def trained(tmp_path_factory):
   """40 steps of TINY_CONFIG, checkpoints at 20 and 40: (directory holding `out`, the result).
   Tests that write into `out` copy it first."""
   tmp_path = tmp_path_factory.mktemp("trained")
-  # Gradient accumulation on: it exercises the micro-batch loop on a BERT-sized graph.
+  # Gradient accumulation on: it exercises the micro-batch loop on a BERT-sized graph. In a child
+  # process: the loop turns off one of Grappler's rewrites for the whole process.
   result = run_pretraining(tmp_path, "--do_train", "--do_eval", "--num_train_steps=40",
                            "--gradient_accumulation_steps=2",
                            "--log_every_steps=10", "--save_checkpoints_steps=20",
-                           "--max_eval_steps=4")
+                           "--max_eval_steps=4", run=scripts.run_script)
   assert result.returncode == 0, result.stderr
   return tmp_path, result
 
@@ -170,13 +172,11 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
   near the unigram loss for a while, so the bounds are loose.)
   """
   records = tmp_path / "sample.tfrecord"
-  created = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"),
-       f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}", f"--output_file={records}",
-       f"--vocab_file={sample_vocab}", f"--max_seq_length={SEQ_LENGTH}",
-       f"--max_predictions_per_seq={NUM_PREDICTIONS}", "--dupe_factor=1", "--num_workers=1",
-       "--num_output_shards=2"],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  created = scripts.run_in_process(
+      "create_pretraining_data.py", f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
+      f"--output_file={records}", f"--vocab_file={sample_vocab}",
+      f"--max_seq_length={SEQ_LENGTH}", f"--max_predictions_per_seq={NUM_PREDICTIONS}",
+      "--dupe_factor=1", "--num_workers=1", "--num_output_shards=2")
   assert created.returncode == 0, created.stderr[-2000:]
   vocab_size = sum(1 for _ in open(sample_vocab, encoding="utf-8"))
   config = dict(TINY_CONFIG, vocab_size=vocab_size, hidden_size=128, intermediate_size=512)
@@ -256,7 +256,7 @@ def create_sample_records(tmp_path, sample_vocab, name, max_seq_length, max_pred
                           *extra_flags):
   """create_pretraining_data.py on the shipped sample corpus; returns the records' path."""
   records = tmp_path / f"{name}.tfrecord"
-  created = scripts.run_script(
+  created = scripts.run_in_process(
       "create_pretraining_data.py", f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
       f"--output_file={records}", f"--vocab_file={sample_vocab}",
       f"--max_seq_length={max_seq_length}", f"--max_predictions_per_seq={max_predictions}",
@@ -292,7 +292,7 @@ def test_two_phases_short_unpacked_then_long_packed_from_the_phase_one_checkpoin
       f"--init_checkpoint={phase_1_dir}", f"--output_dir={phase_2_dir}",
       "--max_seq_length=64", "--max_predictions_per_seq=10", f"--eval_input_file={unpacked}",
       "--mixed_precision=mixed_bfloat16", "--jit_compile", "--gradient_accumulation_steps=2",
-      "--log_every_steps=1", "--seed=0", config=config, records=packed)
+      "--log_every_steps=1", "--seed=0", config=config, records=packed, run=scripts.run_script)
   assert second.returncode == 0, second.stderr[-3000:]
   assert "packed rows of up to 3 instances" in second.stderr
   # Every weight came from phase 1 (an --init_checkpoint loads weights only); the step and the
