@@ -142,10 +142,12 @@ def run_python_json(code, *args, cwd=None):
   return json.loads(run_python(code, *args, cwd=cwd).strip().splitlines()[-1])
 
 
-def fine_tuning_runner(script):
+def fine_tuning_runner(script, in_process=True):
   """`run(*flags)` of a fine-tuning runner, with `--distribution_strategy=one_device` (the tests'
-  setting; the default is mirrored)."""
-  return functools.partial(run_script, script, "--distribution_strategy=one_device")
+  setting; the default is mirrored): `run_in_process`, or with `in_process=False` as a child
+  process (`run_script`)."""
+  return functools.partial(run_in_process if in_process else run_script, script,
+                           "--distribution_strategy=one_device")
 
 
 def read_eval_results(path):

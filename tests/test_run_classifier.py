@@ -28,7 +28,8 @@ def sample_flags(tiny_model, output_dir, *extra):
 @pytest.fixture(scope="module")
 def trained_sample(tiny_model, tmp_path_factory):
   output_dir = tmp_path_factory.mktemp("sample_classifier")
-  result = run_classifier(*sample_flags(
+  # The script itself, as a user starts it; the other runs here call its run in this process.
+  result = scripts.fine_tuning_runner("run_classifier.py", in_process=False)(*sample_flags(
       tiny_model, output_dir, "--do_train", "--do_eval", "--do_predict", "--train_batch_size=8",
       "--eval_batch_size=5", "--predict_batch_size=2", "--num_train_epochs=3",
       "--learning_rate=1e-3", "--steps_per_loop=4"))

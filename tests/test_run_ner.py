@@ -17,11 +17,12 @@ run_ner = scripts.fine_tuning_runner("run_ner.py")
 
 def test_sample_run_scores_and_tags_every_word(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
-  result = run_ner(f"--data_dir={SAMPLES_DIR / 'ner'}", f"--vocab_file={vocab_file}",
-                   f"--bert_config_file={config_file}", f"--output_dir={tmp_path}",
-                   "--do_train", "--do_eval", "--do_predict", "--max_seq_length=12",
-                   "--train_batch_size=8", "--num_train_epochs=2", "--learning_rate=1e-3",
-                   "--eval_batch_size=3")
+  # The script itself, as a user starts it; the other runs here call its run in this process.
+  result = scripts.fine_tuning_runner("run_ner.py", in_process=False)(
+      f"--data_dir={SAMPLES_DIR / 'ner'}", f"--vocab_file={vocab_file}",
+      f"--bert_config_file={config_file}", f"--output_dir={tmp_path}", "--do_train",
+      "--do_eval", "--do_predict", "--max_seq_length=12", "--train_batch_size=8",
+      "--num_train_epochs=2", "--learning_rate=1e-3", "--eval_batch_size=3")
   assert result.returncode == 0, result.stderr[-3000:]
   results = scripts.read_eval_results(tmp_path / "eval_results.txt")
   assert {"precision", "recall", "f1", "token_accuracy", "eval_loss", "global_step", "f1_PER",

@@ -27,12 +27,14 @@ def question_ids(path):
 
 def test_v2_sample_run_writes_predictions_and_official_scores(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
-  result = run_squad(f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
-                     f"--output_dir={tmp_path}", "--do_train", f"--train_file={SAMPLE_TRAIN}",
-                     "--do_predict", f"--predict_file={SAMPLE_DEV}", "--version_2_with_negative",
-                     "--max_seq_length=48", "--doc_stride=16", "--max_query_length=16",
-                     "--train_batch_size=8", "--num_train_epochs=1", "--learning_rate=1e-3",
-                     "--predict_batch_size=5", "--n_best_size=4")
+  # The script itself, as a user starts it; the other runs here call its run in this process.
+  result = scripts.fine_tuning_runner("run_squad.py", in_process=False)(
+      f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--output_dir={tmp_path}", "--do_train", f"--train_file={SAMPLE_TRAIN}", "--do_predict",
+      f"--predict_file={SAMPLE_DEV}", "--version_2_with_negative", "--max_seq_length=48",
+      "--doc_stride=16", "--max_query_length=16", "--train_batch_size=8",
+      "--num_train_epochs=1", "--learning_rate=1e-3", "--predict_batch_size=5",
+      "--n_best_size=4")
   assert result.returncode == 0, result.stderr[-3000:]
   ids = question_ids(SAMPLE_DEV)
   predictions = json.loads((tmp_path / "predictions.json").read_text())
