@@ -103,8 +103,7 @@ def test_bad_input_fails_before_training_with_one_line(tmp_path, case, expected)
     flags.append("--learning_rate=-1e-3")
   else:
     flags = []
-  result = run_pretraining(tmp_path, *flags, config=config, records=records,
-                           run=scripts.run_in_process)
+  result = run_pretraining(tmp_path, *flags, config=config, records=records)
   assert result.returncode == 1
   assert "Traceback" not in result.stderr
   last_line = result.stderr.strip().splitlines()[-1]

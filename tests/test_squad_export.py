@@ -104,8 +104,7 @@ def squad_config(tiny_model, tmp_path_factory):
 
 
 def run_squad(*flags):
-  result = scripts.run_in_process(
-      "run_squad.py", "--distribution_strategy=one_device",
+  result = scripts.fine_tuning_runner("run_squad.py")(
       f"--max_seq_length={MAX_SEQ_LENGTH}", f"--max_query_length={MAX_QUERY_LENGTH}",
       "--doc_stride=64", f"--n_best_size={N_BEST_SIZE}", "--predict_batch_size=4", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
