@@ -1,0 +1,120 @@
+"""`modeling.layer_norm.LayerNorm`: Keras's layer norm in value and gradient, epsilon 1e-12, and a
+graph TensorFlow's oneDNN remapper turns into one `_MklLayerNorm` kernel for inference."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
+
+from benchmarks import xplane
+from modeling import layer_norm
+from serving import export_precision
+
+WIDTH = 32
+
+
+def _layer_pair(seed=0):
+  """Keras's `LayerNormalization` and ours, built with the same random gamma and beta."""
+  rng = np.random.default_rng(seed)
+  keras_norm = keras.layers.LayerNormalization(epsilon=layer_norm.LAYER_NORM_EPSILON)
+  ours = layer_norm.make_layer_norm("LayerNorm")
+  for layer in (keras_norm, ours):
+    layer.build((None, WIDTH))
+  for keras_weight, our_weight in zip(keras_norm.weights, ours.weights, strict=True):
+    value = rng.normal(size=keras_weight.shape).astype(np.float32)
+    keras_weight.assign(value)
+    our_weight.assign(value)
+  return keras_norm, ours
+
+
+@pytest.mark.parametrize("shape", [(6, WIDTH), (3, 5, WIDTH)])
+def test_values_and_gradients_match_keras_layer_normalization(shape):
+  keras_norm, ours = _layer_pair()
+  inputs = tf.constant(np.random.default_rng(1).normal(2.0, 3.0, size=shape), tf.float32)
+  output_gradients = tf.constant(np.random.default_rng(2).normal(size=shape), tf.float32)
+  results = []
+  for layer in (keras_norm, ours):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      outputs = layer(inputs)
+    gradients = tape.gradient(outputs, [inputs, layer.gamma, layer.beta],
+                              output_gradients=output_gradients)
+    results.append([outputs.numpy()] + [g.numpy() for g in gradients])
+  for name, expected, actual in zip(["value", "d inputs", "d gamma", "d beta"], *results):
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
+                               err_msg=name)
+
+
+def test_epsilon_stays_1e_12():
+  # Rows whose variance (about 1e-10) is far below the 1.001e-5 that `tf.nn.fused_batch_norm`
+  # would silently use: with it, these rows would come out about 300 times smaller.
+  _, ours = _layer_pair()
+  rng = np.random.default_rng(3)
+  inputs = (1.0 + 1e-5 * rng.normal(size=(4, WIDTH))).astype(np.float64)
+  centered = inputs - inputs.mean(axis=-1, keepdims=True)
+  normalized = centered / np.sqrt((centered ** 2).mean(axis=-1, keepdims=True) + 1e-12)
+  expected = normalized * ours.gamma.numpy() + ours.beta.numpy()
+  np.testing.assert_allclose(ours(inputs.astype(np.float32)).numpy(), expected, atol=0.05)
+
+
+def test_refuses_other_axes_and_switches():
+  with pytest.raises(ValueError, match="axis=-1"):
+    layer_norm.LayerNorm(axis=1)
+  with pytest.raises(ValueError, match="center=True"):
+    layer_norm.LayerNorm(center=False)
+
+
+@pytest.mark.parametrize("policy,compute_dtype", [("float32", "float32"),
+                                                  ("mixed_bfloat16", "float32"),
+                                                  ("mixed_float16", "float32")])
+def test_training_policies_keep_it_in_float32(policy, compute_dtype):
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(policy)
+  try:
+    norm = layer_norm.make_layer_norm("LayerNorm")
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+  assert norm.compute_dtype == compute_dtype
+  assert norm(tf.zeros([2, WIDTH], tf.bfloat16)).dtype == compute_dtype
+
+
+def test_bfloat16_export_reads_and_writes_bfloat16_with_float32_weights():
+  keras_norm, _ = _layer_pair()
+  with export_precision.compute_policy("bfloat16"):
+    ours = layer_norm.make_layer_norm("LayerNorm")
+  ours.build((None, WIDTH))
+  for keras_weight, our_weight in zip(keras_norm.weights, ours.weights, strict=True):
+    our_weight.assign(keras_weight)
+  assert [weight.dtype for weight in ours.weights] == ["float32", "float32"]
+  inputs = tf.constant(np.random.default_rng(4).normal(size=(6, WIDTH)), tf.bfloat16)
+  outputs = ours(inputs)
+  assert outputs.dtype == tf.bfloat16
+  expected = keras_norm(tf.cast(inputs, tf.float32)).numpy()
+  # Statistics in float32 inside the kernel; the output and gamma, beta rounded to bfloat16.
+  np.testing.assert_allclose(tf.cast(outputs, tf.float32).numpy(), expected,
+                             atol=3 * 2 ** -8 * np.abs(expected).max())
+
+
+def _executed_op_types(function, inputs, trace_dir):
+  """Op types that ran in a traced call of `function(inputs)` (after Grappler and oneDNN's
+  rewrites, which a graph read before the call does not show)."""
+  function(inputs)
+  tf.profiler.experimental.start(str(trace_dir))
+  function(inputs)
+  tf.profiler.experimental.stop()
+  return {op_type for _, op_type, _ in xplane.leaf_op_events(str(trace_dir))}
+
+
+@pytest.mark.skipif(not _pywrap_util_port.IsMklEnabled(), reason="TensorFlow without oneDNN")
+@pytest.mark.parametrize("precision", export_precision.PRECISIONS)
+def test_inference_runs_one_fused_kernel(precision, tmp_path):
+  with export_precision.compute_policy(precision):
+    norm = layer_norm.make_layer_norm("LayerNorm")
+  norm.build((None, WIDTH))
+  serve = tf.function(norm, input_signature=[tf.TensorSpec([None, None, WIDTH],
+                                                           norm.compute_dtype)])
+  op_types = _executed_op_types(serve, tf.ones([2, 3, WIDTH], norm.compute_dtype), tmp_path)
+  assert "_MklLayerNorm" in op_types
+  assert not op_types & {"FusedBatchNormV3", "_MklNativeFusedBatchNormV3", "Mean",
+                         "SquaredDifference", "Rsqrt"}
