@@ -1,17 +1,17 @@
 """The compute precision of an export: "float32" or "bfloat16".
 
 A bfloat16 export runs its matrix products in bfloat16, as `--mixed_precision=mixed_bfloat16`
-trains, while the layer norms and the attention softmax stay float32 (the layers pin or cast
-them). Its variables are bfloat16 too (Keras's "bfloat16" policy rather than "mixed_bfloat16"):
+trains; the layer norms read and write bfloat16 but accumulate their statistics in float32 inside
+their kernel, and the attention softmax stays float32. Its variables are bfloat16 too (Keras's "bfloat16" policy rather than "mixed_bfloat16"):
 mixed_bfloat16 would cast every float32 kernel, and the whole word-embedding table, to bfloat16 on
 every call, to the same bfloat16 values; stored once, those casts are gone and the SavedModel's
-weights take half the bytes. The layer norms' variables stay float32 (their layers are pinned to
-float32). The servers cast their float outputs to float32, so the signatures are the same in
+weights take half the bytes. The layer norms' variables stay float32 (policy `mixed_bfloat16`,
+`layer_norm.make_layer_norm`). The servers cast their float outputs to float32, so the signatures are the same in
 both.
 
 Usage:
   with export_precision.compute_policy("bfloat16"):
-    model = pretraining_model.BertPretrainingModel(bert_config)   # bfloat16 but its layer norms
+    model = pretraining_model.BertPretrainingModel(bert_config)   # bfloat16 but its norms' weights
   served = export_precision.model_in_precision(trainer.model, "bfloat16")   # a copy
 """
 
