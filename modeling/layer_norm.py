@@ -71,5 +71,6 @@ def make_layer_norm(name):
   `gamma` and `beta` (policy `mixed_bfloat16`): its kernel still accumulates in float32, and the
   casts around it are gone.
   """
-  dtype = "mixed_bfloat16" if keras.mixed_precision.global_policy().name == "bfloat16" else "float32"
-  return LayerNorm(epsilon=LAYER_NORM_EPSILON, dtype=dtype, name=name)
+  exporting_bfloat16 = keras.mixed_precision.global_policy().name == "bfloat16"
+  return LayerNorm(epsilon=LAYER_NORM_EPSILON, name=name,
+                   dtype="mixed_bfloat16" if exporting_bfloat16 else "float32")

@@ -2,12 +2,12 @@
 
 A bfloat16 export runs its matrix products in bfloat16, as `--mixed_precision=mixed_bfloat16`
 trains; the layer norms read and write bfloat16 but accumulate their statistics in float32 inside
-their kernel, and the attention softmax stays float32. Its variables are bfloat16 too (Keras's "bfloat16" policy rather than "mixed_bfloat16"):
-mixed_bfloat16 would cast every float32 kernel, and the whole word-embedding table, to bfloat16 on
-every call, to the same bfloat16 values; stored once, those casts are gone and the SavedModel's
-weights take half the bytes. The layer norms' variables stay float32 (policy `mixed_bfloat16`,
-`layer_norm.make_layer_norm`). The servers cast their float outputs to float32, so the signatures are the same in
-both.
+their kernel, and the attention softmax stays float32. Its variables are bfloat16 too (Keras's
+"bfloat16" policy rather than "mixed_bfloat16"): mixed_bfloat16 would cast every float32 kernel,
+and the whole word-embedding table, to bfloat16 on every call, to the same bfloat16 values; stored
+once, those casts are gone and the SavedModel's weights take half the bytes. The layer norms'
+variables stay float32 (`layer_norm.make_layer_norm` gives them the `mixed_bfloat16` policy). The
+servers cast their float outputs to float32, so the signatures are the same in both.
 
 Usage:
   with export_precision.compute_policy("bfloat16"):
