@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.python.data.ops import multi_device_iterator_ops
 
 from data import file_patterns
 from data import schemas
@@ -133,6 +134,45 @@ def test_distributed_input_fn_gives_per_replica_batches(tmp_path):
   batches = list(input_pipeline.distribute_input_fn(strategy, input_fn))
   assert len(batches) == 2
   np.testing.assert_array_equal(batches[1]["input_ids"].numpy()[:, 0], [4, 5, 6, 7])
+
+
+def _reachable(value, kind, depth=5):
+  """The objects of type `kind` reachable from `value` through attributes, lists and tuples."""
+  if isinstance(value, kind):
+    yield value
+  if depth == 0:
+    return
+  children = value if isinstance(value, (list, tuple)) else getattr(value, "__dict__", {})
+  for child in (children.values() if isinstance(children, dict) else children):
+    if isinstance(child, (list, tuple)) or hasattr(child, "__dict__"):
+      yield from _reachable(child, kind, depth - 1)
+
+
+@pytest.mark.parametrize("distribute", ["input_fn", "dataset"])
+@pytest.mark.parametrize("strategy_name", ["mirrored", "one_device"])
+def test_a_host_cpu_replica_reads_its_dataset_without_autotuning_or_multi_device_iterator(
+    tmp_path, strategy_name, distribute):
+  # Deleting an autotuned iterator at the end of a training run can wait up to 60 s, and a
+  # MultiDeviceIterator autotunes its per-device iterators whatever the dataset's options.
+  path = _write_records(tmp_path / "a.tfrecord", 0, 8)
+  input_fn = input_pipeline.make_input_fn([path], SPEC, global_batch_size=4, is_training=False)
+  strategy = (tf.distribute.MirroredStrategy(["/cpu:0"]) if strategy_name == "mirrored"
+              else tf.distribute.OneDeviceStrategy("/cpu:0"))
+  if distribute == "input_fn":
+    distributed = input_pipeline.distribute_input_fn(strategy, input_fn)
+    tensorflows_own = strategy.distribute_datasets_from_function(input_fn)
+  else:
+    dataset = input_fn(tf.distribute.InputContext())
+    distributed = input_pipeline.distribute_dataset(strategy, dataset)
+    tensorflows_own = strategy.experimental_distribute_dataset(dataset)
+  iterator = iter(distributed)
+  first_ids = [next(iterator)["input_ids"].numpy()[:, 0].tolist() for _ in range(2)]
+  assert first_ids == [[0, 1, 2, 3], [4, 5, 6, 7]]
+  datasets = list(_reachable(distributed, tf.data.Dataset))
+  assert datasets and not any(dataset.options().autotune.enabled for dataset in datasets)
+  assert not list(_reachable(iterator, multi_device_iterator_ops.OwnedMultiDeviceIterator))
+  # TensorFlow's own path holds one.
+  assert list(_reachable(iter(tensorflows_own), multi_device_iterator_ops.OwnedMultiDeviceIterator))
 
 
 def test_dynamic_padding_cuts_several_sequences_per_example_to_their_longest(tmp_path):

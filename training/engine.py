@@ -36,6 +36,7 @@ from modeling import checkpoint_io
 from modeling import keras_variables
 from training import checkpointing
 from training import distribution
+from training import input_pipeline
 from training import mixed_precision
 from training import periodic_evaluation
 from training import preemption
@@ -376,7 +377,7 @@ class Trainer:
       return result
     if self._train_loop is None:
       self._train_loop = self._build_train_loop()
-    iterator = iter(self.strategy.distribute_datasets_from_function(input_fn))
+    iterator = iter(input_pipeline.distribute_input_fn(self.strategy, input_fn))
     writer, temp_dir = self._summary_writer()
     window = _LogWindow(self.task.metric_names)
     last_loop = None
@@ -557,7 +558,7 @@ class Trainer:
     counts = dict(sums)
     num_batches = 0
     bar = progress.Progress(total=max_eval_steps, unit="batches evaluated")
-    for features in self.strategy.distribute_datasets_from_function(input_fn):
+    for features in input_pipeline.distribute_input_fn(self.strategy, input_fn):
       if max_eval_steps is not None and num_batches >= max_eval_steps:
         break
       weighted_loss, batch_size, metrics = self._eval_step(features)
@@ -663,7 +664,8 @@ class Trainer:
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     batches = []
     bar = progress.Progress(total=num_examples, unit="examples predicted")
-    for features in self.strategy.experimental_distribute_dataset(dataset.with_options(options)):
+    for features in input_pipeline.distribute_dataset(self.strategy,
+                                                         dataset.with_options(options)):
       # An evaluation while training stops on a signal: its step's checkpoint is saved, and the
       # resumed run evaluates that step again.
       if self._termination is not None and self._termination.requested and (

@@ -163,8 +163,49 @@ def make_input_fn(file_paths, feature_spec, global_batch_size, is_training, **da
 
 
 def distribute_input_fn(strategy, input_fn):
-  """Returns the distributed dataset of `input_fn` (one `input_fn` call per input pipeline)."""
+  """Returns the distributed dataset of `input_fn` (one `input_fn` call per input pipeline).
+
+  A strategy whose one replica is the host CPU reads `input_fn`'s dataset itself, without
+  `tf.data`'s autotuning, rather than through a MultiDeviceIterator (which would only copy each
+  batch from the CPU to the CPU and autotune its own per-device iterator). Deleting an autotuned
+  iterator that has lived a few minutes, as at the end of training, waits in some runs for the
+  rest of the autotuning thread's period, up to 60 s: woken by the cancellation, the thread can
+  look before the cancellation is marked done and go back to sleep. Without autotuning, a
+  parallel map or interleave runs as many calls as there are cores.
+  """
+  if isinstance(strategy, tf.distribute.OneDeviceStrategy) and _one_host_cpu_replica(strategy):
+    return _without_autotuning(input_fn)(tf.distribute.InputContext())
+  if isinstance(strategy, tf.distribute.MirroredStrategy) and _one_host_cpu_replica(strategy):
+    return strategy.distribute_datasets_from_function(
+        _without_autotuning(input_fn), tf.distribute.InputOptions(
+            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+            experimental_fetch_to_device=False))
   return strategy.distribute_datasets_from_function(input_fn)
+
+
+def distribute_dataset(strategy, dataset):
+  """`strategy.experimental_distribute_dataset(dataset)`: its global batches split over the
+  replicas; on one host-CPU replica, `dataset` itself as `distribute_input_fn` reads it."""
+  if _one_host_cpu_replica(strategy):
+    return distribute_input_fn(strategy, lambda input_context: dataset)
+  return strategy.experimental_distribute_dataset(dataset)
+
+
+def _one_host_cpu_replica(strategy):
+  """Whether `strategy` (OneDeviceStrategy or MirroredStrategy) has one replica, on the CPU."""
+  if not isinstance(strategy, (tf.distribute.OneDeviceStrategy, tf.distribute.MirroredStrategy)):
+    return False
+  devices = strategy.extended.worker_devices
+  return len(devices) == 1 and tf.DeviceSpec.from_string(devices[0]).device_type == "CPU"
+
+
+def _without_autotuning(input_fn):
+  """`input_fn` whose datasets have `tf.data`'s autotuning turned off."""
+  def input_fn_without_autotuning(input_context):
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return input_fn(input_context).with_options(options)
+  return input_fn_without_autotuning
 
 
 def validate_first_records(file_paths, feature_spec, compression_type=None):
