@@ -250,6 +250,7 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
   from tasks import classifier  # pylint: disable=g-import-not-at-top
   from training import distribution  # pylint: disable=g-import-not-at-top
   from training import engine  # pylint: disable=g-import-not-at-top
+  from training import input_pipeline  # pylint: disable=g-import-not-at-top
   if bert_dir is not None:
     bert_config = bert_config_lib.BertConfig.from_json_file(str(bert_dir / "bert_config.json"))
   else:
@@ -270,8 +271,8 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
   train_loop = trainer._build_train_loop()  # pylint: disable=protected-access
   trainer._train_loop = train_loop  # pylint: disable=protected-access
   features = {name: tf.constant(value) for name, value in batch.items()}
-  iterator = iter(strategy.distribute_datasets_from_function(
-      lambda _: tf.data.Dataset.from_tensors(features).repeat()))
+  iterator = iter(input_pipeline.distribute_input_fn(
+      strategy, lambda _: tf.data.Dataset.from_tensors(features).repeat()))
   one_step = tf.constant(1)
 
   def step():
