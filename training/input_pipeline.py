@@ -173,14 +173,16 @@ def distribute_input_fn(strategy, input_fn):
   look before the cancellation is marked done and go back to sleep. Without autotuning, a
   parallel map or interleave runs as many calls as there are cores.
   """
-  if isinstance(strategy, tf.distribute.OneDeviceStrategy) and _one_host_cpu_replica(strategy):
+  if not _one_host_cpu_replica(strategy):
+    return strategy.distribute_datasets_from_function(input_fn)
+  if isinstance(strategy, tf.distribute.OneDeviceStrategy):
+    # Its `distribute_datasets_from_function` accepts no per-replica input; `strategy.run` takes
+    # the dataset's batches as they are.
     return _without_autotuning(input_fn)(tf.distribute.InputContext())
-  if isinstance(strategy, tf.distribute.MirroredStrategy) and _one_host_cpu_replica(strategy):
-    return strategy.distribute_datasets_from_function(
-        _without_autotuning(input_fn), tf.distribute.InputOptions(
-            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
-            experimental_fetch_to_device=False))
-  return strategy.distribute_datasets_from_function(input_fn)
+  return strategy.distribute_datasets_from_function(
+      _without_autotuning(input_fn), tf.distribute.InputOptions(
+          experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+          experimental_fetch_to_device=False))
 
 
 def distribute_dataset(strategy, dataset):
