@@ -171,7 +171,7 @@ def distribute_input_fn(strategy, input_fn):
   iterator that has lived a few minutes, as at the end of training, waits in some runs for the
   rest of the autotuning thread's period, up to 60 s: woken by the cancellation, the thread can
   look before the cancellation is marked done and go back to sleep. Without autotuning, a
-  parallel map or interleave runs as many calls as there are cores.
+  parallel map or interleave runs up to one call per core.
   """
   if not _one_host_cpu_replica(strategy):
     return strategy.distribute_datasets_from_function(input_fn)
