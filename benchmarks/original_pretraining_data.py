@@ -19,9 +19,10 @@ and calls its `main` through `tf.app.run`, as its own `__main__` block does. The
 
 With `--profile` it runs neither script, but times each step of ours on the largest project
 size's input (its first shard, as the real run makes it: all workers tokenize a run's only shard
-together, then one process lays out, masks, serializes and writes it with their threads), each
-step alone in this process, by calling the writer's own functions; the main process's steps
-(reading, appending the part to the output) are timed here too.
+together, then each lays out the whole shard and masks, serializes and writes its share of the
+instances; here the first share), each step alone in this process, by calling the writer's own
+functions; the main process's steps (reading, appending the part to the output) are timed here
+too.
 
 The check: the instance counts of the two (ours lays out the original's instances, the shards
 of 10,000 documents drawing their random next sentences from their own shard), and one record of
@@ -213,8 +214,8 @@ def profile(corpus, temp_dir):
   # This process now makes the shard as the worker given the only shard does.
   writer_lib._share_the_cores(num_workers)  # pylint: disable=protected-access
   writer_lib._keep_freed_memory()  # pylint: disable=protected-access
-  steps = [(layout, "create_instance_batch", "layout: the random draws"),
-           (layout, "_pack", "layout: truncate and pack"),
+  steps = [(layout, "lay_out", "layout: the random draws"),
+           (layout, "pack", "layout: truncate and pack"),
            (masking, "mask_batch", "masking"),
            (examples, "serialize", "serialize"),
            (writer_lib, "_write_parts", "write the part file")]
@@ -224,17 +225,16 @@ def profile(corpus, temp_dir):
     for module, name, step in steps:
       stack.enter_context(timed(module, name, seconds, step))
     (part_path,), counts = writer_lib.process_shard(
-        0, documents, settings, 1, None, temp_dir, threads=num_workers, tokenized=tokenized)
-  # The draws' time includes the packing it calls.
-  seconds["layout: the random draws"] -= seconds["layout: truncate and pack"]
-  seconds["other (documents from lines, statistics)"] = (
+        0, None, settings, 1, None, temp_dir, tokenized=tokenized, share=(0, num_workers))
+  seconds["other (statistics)"] = (
       time.perf_counter() - start - sum(seconds[step] for _, _, step in steps))
   start = time.perf_counter()
   with writer_lib.open_output(os.path.join(temp_dir, "output.tfrecord")) as output:
     writer_lib.append_file(part_path, output)
   seconds["append the part to the output (main process)"] = time.perf_counter() - start
   print(f"\n{num_bytes / 1e6:.1f} MB, {counts['documents']:,} documents, "
-        f"{counts['instances']:,} instances; {' '.join(COMMON_FLAGS)}")
+        f"{counts['instances']:,} instances in the first of {num_workers} shares; "
+        f"{' '.join(COMMON_FLAGS)}")
   print(f"| {'step':<62} | seconds |\n|{'-' * 64}|---------|")
   for step, value in seconds.items():
     print(f"| {step:<62} | {value:>7.2f} |")

@@ -142,27 +142,45 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count_and_another_seed_d
   assert one != other
 
 
-# The script with a run's only shard tokenized by all its workers whatever its size (the sample is
-# below the size from which the script shares it).
-SHARED_TOKENIZATION = """
+# The script with a run's only shard made by all its workers whatever its size (the sample is
+# below the size from which the script shares it), in masking blocks small enough to give each
+# worker a share of the sample's instances; every share made prints its records.
+SHARED_SHARD = """
+import os
 import runpy
 import sys
+from tasks.pretraining import masking
 from tasks.pretraining import writer
 writer._SHARED_TOKENIZATION_BYTES = 0
+masking.BLOCK_ROWS = 16
+process_shard = writer._process_shard
+def printing_process_shard(shard_index, documents, settings, tokenized, share):
+  serialized, counts = process_shard(shard_index, documents, settings, tokenized, share)
+  # One write: the workers' lines do not interleave.
+  os.write(1, f"share {share} records {len(serialized)}\\n".encode())
+  return serialized, counts
+writer._process_shard = printing_process_shard
 sys.argv = ["create_pretraining_data.py", *sys.argv[1:]]
 runpy.run_path("create_pretraining_data.py", run_name="__main__")
 """
 
 
 def test_an_only_shard_made_by_every_worker_gives_the_same_bytes(tmp_path, sample_vocab):
-  [one_worker] = create(tmp_path, sample_vocab)
-  shared = tmp_path / "shared.tfrecord"
-  scripts.run_python(SHARED_TOKENIZATION, f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
-                     f"--output_file={shared}", f"--vocab_file={sample_vocab}",
-                     f"--max_seq_length={MAX_SEQ_LENGTH}",
-                     f"--max_predictions_per_seq={MAX_PREDICTIONS}", "--dupe_factor=2",
-                     "--num_workers=2", cwd=REPO_ROOT)
-  assert shared.read_bytes() == one_worker.read_bytes()
+  outputs, printed = {}, {}
+  for workers in (1, 2):
+    outputs[workers] = tmp_path / f"{workers}.tfrecord"
+    printed[workers] = scripts.run_python(
+        SHARED_SHARD, f"--input_file={SAMPLES_DIR / 'sample_corpus.txt'}",
+        f"--output_file={outputs[workers]}", f"--vocab_file={sample_vocab}",
+        f"--max_seq_length={MAX_SEQ_LENGTH}", f"--max_predictions_per_seq={MAX_PREDICTIONS}",
+        "--dupe_factor=2", f"--num_workers={workers}", cwd=REPO_ROOT)
+  shares = {workers: re.findall(r"share \((\d), (\d)\) records (\d+)", text)
+            for workers, text in printed.items()}
+  records = sum(1 for _ in tf.data.TFRecordDataset(str(outputs[1])))
+  assert shares[1] == [("0", "1", str(records))]
+  assert sorted(share[:2] for share in shares[2]) == [("0", "2"), ("1", "2")]
+  assert all(int(count) > 16 for _, _, count in shares[2])
+  assert outputs[2].read_bytes() == outputs[1].read_bytes()
 
 
 def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab,
@@ -376,7 +394,7 @@ def vectorized_masking_draws(ids, do_whole_word_mask, draws, seed=0):
       masked_lm_ids=[], masking_actions=[], is_short_target=False, is_single_segment=False)
   batch = masking.mask_batch(
       batches.from_instances([instance] * draws, len(ids) + 3, 20), 0.15, 20,
-      TOY_SPECIAL_IDS, do_whole_word_mask, masking.seeded_generator(seed, 0))
+      TOY_SPECIAL_IDS, do_whole_word_mask, masking.block_generators(seed, 0))
   # Labels are the ids before masking, and the masked ids the replacements the actions say.
   real = np.arange(20) < batch.num_predictions[:, None]
   rows = np.nonzero(real)[0]

@@ -26,9 +26,10 @@ def both_layouts(lines, lines_per_document, dupe_factor, max_seq_length, short_s
   line_splits = np.cumsum([0] + [len(line) for line in lines])
   documents = layout.Documents.from_lines(ids, line_splits, lines_per_document)
   fast_counts, original_counts = collections.Counter(), collections.Counter()
-  fast = layout.create_instance_batch(
-      documents, dupe_factor, max_seq_length, short_seq_prob, MAX_PREDICTIONS, special_ids,
-      random.Random(seed), fast_counts)
+  instance_layout = layout.lay_out(documents, dupe_factor, max_seq_length, short_seq_prob,
+                                   random.Random(seed), fast_counts)
+  fast = layout.pack(documents.ids, instance_layout, slice(None), max_seq_length,
+                     MAX_PREDICTIONS, special_ids)
   # The transcription on the documents as lists, empty lines and documents dropped as the
   # writer always did.
   lists, start = [], 0

@@ -11,6 +11,7 @@ with NumPy, 1,024 instances at a time. Same instances as the transcription witho
 (docs/benchmarks.md, "Measurements behind the code").
 """
 
+import bisect
 import dataclasses
 
 import numpy as np
@@ -72,6 +73,19 @@ class _Spans:
   truncation_bits: list = dataclasses.field(default_factory=list)
 
 
+def _randbelow(getrandbits, n):
+  """A uniform int in `[0, n)`, n > 0, drawn as CPython's `random.Random` draws it for
+  `randint(a, b)`, which is `a + _randbelow(b - a + 1)`: `n.bit_length()`-bit words until one is
+  below `n`. Called directly it skips `randint`'s and `randrange`'s checks, which took a third
+  of the layout's time; the layout's tests against the transcription (which calls `randint`)
+  hold it to the same draws."""
+  num_bits = n.bit_length()
+  value = getrandbits(num_bits)
+  while value >= n:
+    value = getrandbits(num_bits)
+  return value
+
+
 def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_prob, rng, spans):
   """`create_instances_from_document` of the original, on ranges: appends to `spans`.
 
@@ -88,8 +102,10 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
   """
   bounds = all_documents[document_index]
   num_segments = len(bounds) - 1
+  num_documents = len(all_documents)
   target_seq_length, is_short_target = instances.draw_target_length(
       max_num_tokens, short_seq_prob, rng)
+  getrandbits, random = rng.getrandbits, rng.random
   chunk_first = 0
   i = 0
   while i < num_segments:
@@ -97,19 +113,24 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
       chunk_size = i + 1 - chunk_first
       a_segments = 1
       if chunk_size >= 2:
-        a_segments = rng.randint(1, chunk_size - 1)
+        a_segments = 1 + _randbelow(getrandbits, chunk_size - 1)
       a_start, a_end = bounds[chunk_first], bounds[chunk_first + a_segments]
-      if chunk_size == 1 or rng.random() < 0.5:
+      if chunk_size == 1 or random() < 0.5:
         is_random_next = True
         target_b_length = target_seq_length - (a_end - a_start)
-        random_bounds = all_documents[instances.draw_random_document(
-            len(all_documents), document_index, rng)]
-        random_start = rng.randint(0, len(random_bounds) - 2)
-        b_start = random_bounds[random_start]
-        # The original extends B segment by segment until it reaches the target.
-        for b_end in random_bounds[random_start + 1:]:
-          if b_end - b_start >= target_b_length:
+        # `instances.draw_random_document`: up to 10 draws for another document.
+        for _ in range(10):
+          random_document_index = _randbelow(getrandbits, num_documents)
+          if random_document_index != document_index:
             break
+        random_bounds = all_documents[random_document_index]
+        random_start = _randbelow(getrandbits, len(random_bounds) - 1)
+        b_start = random_bounds[random_start]
+        # The original extends B segment by segment until it reaches the target (or the
+        # document's end): the first segment end at least that far.
+        b_end = random_bounds[min(bisect.bisect_left(random_bounds, b_start + target_b_length,
+                                                     random_start + 1),
+                                  len(random_bounds) - 1)]
         # The segments not used for A go back, so they are not wasted.
         i -= chunk_size - a_segments
       else:
@@ -117,7 +138,7 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
         b_start, b_end = a_end, bounds[i + 1]
       # The original's truncate_seq_pair, one draw per token removed: its words, taken at once.
       excess = (a_end - a_start) + (b_end - b_start) - max_num_tokens
-      spans.truncation_bits.append(rng.getrandbits(64 * excess) if excess > 0 else 0)
+      spans.truncation_bits.append(getrandbits(64 * excess) if excess > 0 else 0)
       spans.a_start.append(a_start)
       spans.a_end.append(a_end)
       spans.b_start.append(b_start)
@@ -129,8 +150,8 @@ def _lay_out_document(all_documents, document_index, max_num_tokens, short_seq_p
   return is_short_target
 
 
-def _truncate(spans, max_num_tokens):
-  """The spans' A and B ranges after the original's `truncate_seq_pair`.
+def _truncate(spans, selected, max_num_tokens):
+  """Some spans' A and B ranges after the original's `truncate_seq_pair`.
 
   The original removes one token at a time from the longer side (B on a tie) until the pair
   fits, from the side's front when `rng.random() < 0.5`, else from its back. Which side loses each
@@ -142,19 +163,21 @@ def _truncate(spans, max_num_tokens):
   Python loop drew 206,000 times per WikiText-2 shard.)
 
   Args:
-    spans: `_Spans` of `N` instances, before truncation.
+    spans: `_Spans` of the instances, before truncation.
+    selected: int64 `[N]`, the indices of the instances to truncate.
     max_num_tokens: `max_seq_length - 3`.
 
   Returns:
     int64 `a_start, a_end, b_start, b_end`, each `[N]`.
   """
-  a_start, a_end, b_start, b_end = (np.array(values, np.int64) for values in (
+  a_start, a_end, b_start, b_end = (np.array(values, np.int64)[selected] for values in (
       spans.a_start, spans.a_end, spans.b_start, spans.b_end))
   a_length, b_length = a_end - a_start, b_end - b_start
   excess = np.maximum(a_length + b_length - max_num_tokens, 0)
+  truncation_bits = spans.truncation_bits
   words = np.frombuffer(b"".join(
-      bits.to_bytes(8 * count, "little")
-      for bits, count in zip(spans.truncation_bits, excess.tolist()) if count), "<u4")
+      truncation_bits[index].to_bytes(8 * count, "little")
+      for index, count in zip(selected.tolist(), excess.tolist()) if count), "<u4")
   from_front = words[0::2] < (1 << 31)  # One per removal, in order.
   instance = np.repeat(np.arange(len(excess)), excess)
   step = np.arange(len(instance)) - np.repeat(np.cumsum(excess) - excess, excess)
@@ -173,12 +196,65 @@ def _truncate(spans, max_num_tokens):
 _BLOCK_ROWS = 1024
 
 
-def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_ids):
-  """`[CLS] A [SEP] B [SEP]` of every instance, in `order`, as an unmasked `InstanceBatch`."""
-  order = np.asarray(order, np.int64)
+@dataclasses.dataclass
+class InstanceLayout:
+  """A shard's instances as ranges of its `Documents.ids` (`lay_out`), before truncation.
+
+  Attributes:
+    spans: `_Spans` of the instances in the order they were laid out.
+    order: int64 `[num_instances]`, the instances' indices in the order they are written (the
+      original's final shuffle).
+  """
+  spans: _Spans
+  order: np.ndarray
+
+
+def lay_out(documents, dupe_factor, max_seq_length, short_seq_prob, rng, counts=None):
+  """`instances.create_instances` without masking or packing: where each instance's A and B lie.
+
+  Args:
+    documents: a `Documents`.
+    dupe_factor, max_seq_length, short_seq_prob: the flags.
+    rng: `random.Random`; the same draws as the transcription's.
+    counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`.
+
+  Returns:
+    an `InstanceLayout`, its `order` the original's final shuffle.
+  """
+  all_documents = list(documents.boundaries)
+  rng.shuffle(all_documents)
+  spans = _Spans()
+  for _ in range(dupe_factor):
+    for document_index in range(len(all_documents)):
+      is_short_target = _lay_out_document(all_documents, document_index, max_seq_length - 3,
+                                          short_seq_prob, rng, spans)
+      if counts is not None:
+        counts["document_passes"] += 1
+        counts["short_target_passes"] += is_short_target
+  # Shuffling the instances' indices draws exactly what shuffling the instances does.
+  order = list(range(len(spans.a_start)))
+  rng.shuffle(order)
+  return InstanceLayout(spans=spans, order=np.array(order, np.int64))
+
+
+def pack(ids, instance_layout, rows, max_seq_length, max_predictions_per_seq, special_ids):
+  """`[CLS] A [SEP] B [SEP]` of some of the laid-out instances, as an unmasked batch.
+
+  Args:
+    ids: int `[num_tokens]`, the `Documents.ids` the layout was made on.
+    instance_layout: an `InstanceLayout`.
+    rows: a slice of `instance_layout.order`: the instances to pack, in that order.
+    max_seq_length, max_predictions_per_seq: the flags.
+    special_ids: an `instances.SpecialIds`.
+
+  Returns:
+    a `batches.InstanceBatch` with empty `masked_lm_*` rows (for `masking.mask_batch`).
+  """
+  order = instance_layout.order[rows]
+  spans = instance_layout.spans
   count = len(order)
-  a_start, a_end, b_start, b_end = (values[order, None]
-                                    for values in _truncate(spans, max_seq_length - 3))
+  a_start, a_end, b_start, b_end = (values[:, None]
+                                    for values in _truncate(spans, order, max_seq_length - 3))
   a_length, b_length = a_end - a_start, b_end - b_start
   lengths = a_length + b_length + 3
   # Every row is written below.
@@ -213,34 +289,3 @@ def _pack(ids, spans, order, max_seq_length, max_predictions_per_seq, special_id
       masked_lm_ids=np.zeros((count, max_predictions_per_seq), np.int64),
       masked_lm_actions=np.zeros((count, max_predictions_per_seq), np.int8),
       num_predictions=np.zeros(count, np.int64))
-
-
-def create_instance_batch(documents, dupe_factor, max_seq_length, short_seq_prob,
-                          max_predictions_per_seq, special_ids, rng, counts=None):
-  """`instances.create_instances` without masking, as one unmasked batch.
-
-  Args:
-    documents: a `Documents`.
-    dupe_factor, max_seq_length, short_seq_prob, max_predictions_per_seq: the flags.
-    special_ids: an `instances.SpecialIds`.
-    rng: `random.Random`; the same draws as the transcription's.
-    counts: optional `collections.Counter`; gets `document_passes` and `short_target_passes`.
-
-  Returns:
-    a `batches.InstanceBatch` in the original's final shuffled order, with empty
-    `masked_lm_*` rows (for `masking.mask_batch`).
-  """
-  all_documents = list(documents.boundaries)
-  rng.shuffle(all_documents)
-  spans = _Spans()
-  for _ in range(dupe_factor):
-    for document_index in range(len(all_documents)):
-      is_short_target = _lay_out_document(all_documents, document_index, max_seq_length - 3,
-                                          short_seq_prob, rng, spans)
-      if counts is not None:
-        counts["document_passes"] += 1
-        counts["short_target_passes"] += is_short_target
-  # Shuffling the instances' indices draws exactly what shuffling the instances does.
-  order = list(range(len(spans.a_start)))
-  rng.shuffle(order)
-  return _pack(documents.ids, spans, order, max_seq_length, max_predictions_per_seq, special_ids)

@@ -1,34 +1,47 @@
-"""Masked-LM masking of a whole shard at once with NumPy: the original's distribution, fast.
+"""Masked-LM masking of a shard's rows with NumPy, a block at a time: the original's
+distribution, fast.
 
 The original (`instances.create_masked_lm_predictions`) shuffles each sequence's
 candidate words and walks them in that order, taking a word when it still fits the budget
 `min(max_predictions_per_seq, max(1, round(length * masked_lm_prob)))` and skipping it when it
 would overflow, then replaces each taken position by `[MASK]` (0.8), itself (0.1) or a random id
 (0.1). Here every row gets a uniformly random word order (argsort of uniform keys) and the same
-take-or-skip walk runs rank by rank across all rows at once. Same distribution; not the same
-instances for a seed, since the draws come from a NumPy generator, not `random.Random`.
+take-or-skip walk runs rank by rank across all rows of a block at once. Same distribution; not
+the same instances for a seed, since the draws come from NumPy generators (one per block of
+rows), not `random.Random`.
 """
 
 import dataclasses
+import itertools
 
 import numpy as np
 
 from tasks.pretraining import batches
 from tasks.pretraining import instances
 
-# Rows masked at once.
-_BLOCK_ROWS = 1024
+# Rows masked with one generator (`block_generators`): a shard's instances shared between workers
+# are cut at multiples of it, so they are masked as the whole shard is.
+BLOCK_ROWS = 1024
 
 _MASK, _RANDOM, _KEEP = (batches.ACTIONS.index(action) for action in (
     instances.MASK, instances.RANDOM, instances.KEEP))
 
 
-def seeded_generator(random_seed, shard_index):
-  """The masking generator of one shard, from (random_seed, shard_index): output is independent
-  of which worker masks which shard."""
-  # SeedSequence wants non-negative entropy; `% 2**64` keeps distinct int64 seeds distinct.
-  return np.random.Generator(np.random.PCG64(
-      np.random.SeedSequence([random_seed % 2 ** 64, shard_index])))
+def block_generators(random_seed, shard_index, first_block=0):
+  """The masking generators of one shard's blocks of `BLOCK_ROWS` rows, from `first_block` on.
+
+  Block `b`'s generator comes from (random_seed, shard_index, b) alone: the output depends
+  neither on which worker masks which shard nor on how a shard's rows are shared between them.
+
+  Yields:
+    a `np.random.Generator` per block, in order.
+  """
+  # SeedSequence wants non-negative entropy; `% 2**64` keeps distinct int64 seeds distinct. The
+  # spawn key `(0, b)` is not packing's `(1,)` (`packing.seeded_generator`).
+  entropy = [random_seed % 2 ** 64, shard_index]
+  for block in itertools.count(first_block):
+    yield np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy,
+                                                                     spawn_key=(0, block))))
 
 
 def _words(input_ids, lengths, special_ids, do_whole_word_mask):
@@ -55,43 +68,22 @@ def _words(input_ids, lengths, special_ids, do_whole_word_mask):
   return candidate, np.cumsum(starts, axis=1) - 1
 
 
-def choose_masked_positions(input_ids, lengths, masked_lm_prob, max_predictions_per_seq,
-                            special_ids, do_whole_word_mask, generator):
-  """Which positions each row predicts, by the original's rule (see the module docstring).
+def _choose_in_rows(input_ids, lengths, keys, masked_lm_prob, max_predictions_per_seq,
+                    special_ids, do_whole_word_mask):
+  """Which positions each of some rows predicts, by the original's rule (see the module
+  docstring).
 
   Args:
     input_ids: int `[num_rows, seq_length]`, unmasked, 0-padded.
     lengths: int `[num_rows]`, real tokens per row.
+    keys: float `[num_rows, seq_length]`, uniform on [0, 1); overwritten.
     masked_lm_prob, max_predictions_per_seq: the flags.
     special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: mask whole words (see `_words`).
-    generator: a `np.random.Generator`.
 
   Returns:
     bool `[num_rows, seq_length]`, True at the predicted positions.
   """
-  num_rows, seq_length = input_ids.shape
-  masked = np.zeros((num_rows, seq_length), bool)
-
-  def choose(rows, keys):
-    masked[rows] = _choose_in_rows(input_ids[rows], lengths[rows], keys, masked_lm_prob,
-                                   max_predictions_per_seq, special_ids, do_whole_word_mask)
-
-  # Block by block: the walk's temporaries for a whole shard would be several times its ids. The
-  # keys are drawn block by block in order, the same numbers as one draw of `[num_rows,
-  # seq_length]` (a shard's would take as much memory as its ids); the blocks may run on several
-  # threads (`batches.threads`).
-  batches.map_in_order(choose, (
-      (slice(start, start + _BLOCK_ROWS),
-       generator.random((min(_BLOCK_ROWS, num_rows - start), seq_length)))
-      for start in range(0, num_rows, _BLOCK_ROWS)))
-  return masked
-
-
-def _choose_in_rows(input_ids, lengths, keys, masked_lm_prob, max_predictions_per_seq,
-                    special_ids, do_whole_word_mask):
-  """`choose_masked_positions` of some rows, given their uniform `keys` (float
-  `[num_rows, seq_length]`, overwritten)."""
   num_rows, seq_length = input_ids.shape
   candidate, word_of_position = _words(input_ids, lengths, special_ids, do_whole_word_mask)
   num_words = word_of_position[:, -1] + 1
@@ -135,44 +127,59 @@ def _flat_in_rows(columns):
 
 
 def mask_batch(batch, masked_lm_prob, max_predictions_per_seq, special_ids, do_whole_word_mask,
-               generator, in_place=False):
-  """Masks an unmasked `batches.InstanceBatch`.
+               generators, in_place=False):
+  """Masks an unmasked `batches.InstanceBatch`, `BLOCK_ROWS` rows at a time.
 
   Args:
     batch: an `InstanceBatch` with `num_predictions` all 0.
     masked_lm_prob, max_predictions_per_seq: the flags.
     special_ids: an `instances.SpecialIds`.
     do_whole_word_mask: mask whole words.
-    generator: a `np.random.Generator`.
+    generators: iterator of `np.random.Generator`, one per block of rows, in order
+      (`block_generators`).
     in_place: mask `batch.input_ids` itself instead of a copy (a shard-sized copy, mostly
       faulting in new pages), for a caller that keeps no unmasked batch.
 
   Returns:
     a new `InstanceBatch` with masked `input_ids` and the `masked_lm_*` fields filled in.
   """
-  masked = choose_masked_positions(batch.input_ids, batch.lengths, masked_lm_prob,
-                                   max_predictions_per_seq, special_ids, do_whole_word_mask,
-                                   generator)
-  # Flat indices, row-major: each row's positions come sorted. (Indexing with them is several
-  # times faster than with (row, column) pairs: docs/benchmarks.md.)
-  flat = np.flatnonzero(masked)
-  rows, columns = np.divmod(flat, masked.shape[1])
-  num_predictions = masked.sum(axis=1)
-  first_of_row = np.cumsum(num_predictions) - num_predictions
-  slots = rows * max_predictions_per_seq + np.arange(len(flat)) - first_of_row[rows]
-  labels = batch.input_ids.ravel()[flat]
-  draws = generator.random(len(flat))
-  actions = np.where(draws < 0.8, _MASK, np.where(draws < 0.9, _KEEP, _RANDOM)).astype(np.int8)
-  random_ids = generator.integers(0, special_ids.vocab_size, len(flat))
   input_ids = batch.input_ids if in_place else batch.input_ids.copy()
-  input_ids.ravel()[flat] = np.where(actions == _MASK, special_ids.mask_id,
-                                     np.where(actions == _RANDOM, random_ids, labels))
-  width = (len(batch.input_ids), max_predictions_per_seq)
-  positions, ids, codes = np.zeros(width, np.int64), np.zeros(width, np.int64), np.zeros(
-      width, np.int8)
-  positions.ravel()[slots] = columns
-  ids.ravel()[slots] = labels
-  codes.ravel()[slots] = actions
+  num_rows, seq_length = input_ids.shape
+  width = (num_rows, max_predictions_per_seq)
+  positions, ids, codes = (np.zeros(width, np.int64), np.zeros(width, np.int64),
+                           np.zeros(width, np.int8))
+  num_predictions = np.zeros(num_rows, np.int64)
+
+  def mask_rows(rows, generator):
+    # Slices of rows of C-ordered arrays: views that `np.put` writes through, flat indices in
+    # row-major order.
+    block_ids = input_ids[rows]
+    masked = _choose_in_rows(block_ids, batch.lengths[rows], generator.random(block_ids.shape),
+                             masked_lm_prob, max_predictions_per_seq, special_ids,
+                             do_whole_word_mask)
+    # Flat indices, row-major: each row's positions come sorted. (Indexing with them is several
+    # times faster than with (row, column) pairs: docs/benchmarks.md.)
+    flat = np.flatnonzero(masked)
+    block_rows, columns = np.divmod(flat, seq_length)
+    row_predictions = masked.sum(axis=1)
+    first_of_row = np.cumsum(row_predictions) - row_predictions
+    slots = (block_rows * max_predictions_per_seq + np.arange(len(flat))
+             - first_of_row[block_rows])
+    labels = block_ids.ravel()[flat]
+    draws = generator.random(len(flat))
+    actions = np.where(draws < 0.8, _MASK, np.where(draws < 0.9, _KEEP, _RANDOM)).astype(np.int8)
+    random_ids = generator.integers(0, special_ids.vocab_size, len(flat))
+    np.put(block_ids, flat, np.where(actions == _MASK, special_ids.mask_id,
+                                     np.where(actions == _RANDOM, random_ids, labels)))
+    np.put(positions[rows], slots, columns)
+    np.put(ids[rows], slots, labels)
+    np.put(codes[rows], slots, actions)
+    num_predictions[rows] = row_predictions
+
+  # The blocks may run on several threads (`batches.threads`); each has its own generator.
+  batches.map_in_order(mask_rows, zip(
+      (slice(start, start + BLOCK_ROWS) for start in range(0, num_rows, BLOCK_ROWS)),
+      generators))
   return dataclasses.replace(batch, input_ids=input_ids, masked_lm_positions=positions,
                              masked_lm_ids=ids, masked_lm_actions=codes,
-                             num_predictions=num_predictions.astype(np.int64))
+                             num_predictions=num_predictions)

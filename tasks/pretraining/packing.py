@@ -111,10 +111,11 @@ def choose_packs(lengths, max_seq_length, max_sequences_per_pack):
 
 def seeded_generator(random_seed, shard_index):
   """The generator that orders one shard's packs, from (random_seed, shard_index); its draws
-  are not the masking generator's (`masking.seeded_generator`)."""
+  are not the masking generators' (`masking.block_generators`)."""
   # A spawn key, not a third entropy word: SeedSequence pads entropy with zeros and splits a
-  # seed of 2**32 or more into two words, so `[seed, shard, 1]` is also masking's entropy
-  # `[seed + shard * 2**32, 1]`. A spawn key follows four words of entropy, more than masking's.
+  # seed of 2**32 or more into two words, so `[seed, shard, 1]` is also the entropy
+  # `[seed + shard * 2**32, 1]`. A spawn key follows four words of entropy; masking's keys are
+  # `(0, block)`.
   return np.random.Generator(np.random.PCG64(
       np.random.SeedSequence([random_seed % 2 ** 64, shard_index], spawn_key=(1,))))
 

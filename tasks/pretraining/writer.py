@@ -4,10 +4,11 @@ The input (the original's format: one sentence per line, blank lines between doc
 as a stream and cut into shards of at most `shard_documents` whole documents, each file starting
 a new document. Each shard is tokenized and turned into instances by one worker process with its
 own rng (`random_seed + shard index`; shard 0 uses the seed itself, like the original's single
-rng), and the random "next sentence" documents are drawn from the same shard. By default a
-shard's instances are masked all at once by `masking`, with a NumPy generator seeded
-from (`random_seed`, shard index); `original_random_stream` masks them one by one with the
-shard's `random.Random`, as the original. With `pack_sequences` the masked instances are then
+rng), and the random "next sentence" documents are drawn from the same shard; a run's only
+shard, when large, is made by all workers, each its share of the instances (`_job`). By default
+a shard's instances are masked by `masking`, each block of rows with a NumPy generator seeded
+from (`random_seed`, shard index, block); `original_random_stream` masks them one by one with
+the shard's `random.Random`, as the original. With `pack_sequences` the masked instances are then
 packed, several to a record (`packing`), the records in an order drawn from another
 generator of (`random_seed`, shard index). Results come back in shard order and are written
 round-robin to the output files, so the same inputs, seed and shard size give byte-identical
@@ -163,10 +164,11 @@ def tokenize_lines(lines, settings):
 
 
 def _tokenized_by_workers(executor, num_workers, documents, settings):
-  """`_tokenize_lines` of the documents' lines, in `num_workers` parts on the workers at once.
+  """The documents tokenized by `num_workers` workers at once, each a part of their lines.
 
   Returns:
-    `(ids, line_splits)`, as `_tokenize_lines` of all the lines (tokenization is line by line).
+    a `layout.Documents`, as `_process_shard` makes it from `_tokenize_lines` of all the lines
+    (tokenization is line by line); the ids int32, half the bytes to send on.
   """
   lines = [line for document in documents for line in document]
   part = -(-len(lines) // num_workers)
@@ -175,9 +177,10 @@ def _tokenized_by_workers(executor, num_workers, documents, settings):
   ids, line_splits = [], [np.zeros(1, np.int64)]
   for future in futures:
     part_ids, part_splits = _result(future)
-    ids.append(part_ids.astype(np.int64))
+    ids.append(part_ids)
     line_splits.append(part_splits[1:] + line_splits[-1][-1])
-  return np.concatenate(ids), np.concatenate(line_splits)
+  return layout.Documents.from_lines(np.concatenate(ids), np.concatenate(line_splits),
+                                     [len(document) for document in documents])
 
 
 _SPECIAL_IDS = {}
@@ -222,25 +225,25 @@ def _small_pages():
 
 
 def process_shard(shard_index, documents, settings, num_parts, compression_type, directory,
-                  threads=1, tokenized=None):
+                  threads=1, tokenized=None, share=(0, 1)):
   """Tokenizes one shard, creates its instances and writes them as TFRecord files in `directory`.
 
   Args:
-    shard_index, documents, settings: see `_process_shard`.
+    shard_index, documents, settings, share: see `_process_shard`.
     num_parts, compression_type, directory: see `_write_parts`.
     threads: threads for the shard's tokenization and row blocks (`batches.threads`): the
       number of workers for a run's only shard, whose other workers have nothing to do. The
       output does not depend on it.
-    tokenized: optional `(ids, line_splits)` of the documents' lines (`tokenize_lines`),
-      already made by other workers.
+    tokenized: optional `layout.Documents` of the shard, already tokenized by the workers
+      (`_tokenized_by_workers`); `documents` may then be None.
 
   Returns:
-    `(part_paths, counts)`: `_write_parts` of the shard's examples, and the shard's statistics.
+    `(part_paths, counts)`: `_write_parts` of the share's examples, and its statistics.
   """
   with _cycle_collector_paused(), _small_pages(), batches.threads(threads):
-    serialized, counts = _process_shard(shard_index, documents, settings, tokenized)
+    serialized, counts = _process_shard(shard_index, documents, settings, tokenized, share)
   return _write_parts(serialized, num_parts, compression_type,
-                      os.path.join(directory, f"shard-{shard_index}")), counts
+                      os.path.join(directory, f"shard-{shard_index}-{share[0]}")), counts
 
 
 def _write_parts(serialized, num_parts, compression_type, path_prefix):
@@ -276,30 +279,35 @@ def _write_parts(serialized, num_parts, compression_type, path_prefix):
   return paths
 
 
-def _process_shard(shard_index, documents, settings, tokenized=None):
+def _process_shard(shard_index, documents, settings, tokenized=None, share=(0, 1)):
   """Tokenizes one shard, creates its instances and serializes them.
 
   Args:
     shard_index: position of the shard in the input (seeds its rng).
-    documents: list of documents, each a list of text lines.
+    documents: list of documents, each a list of text lines (None with `tokenized`).
     settings: `Settings`.
-    tokenized: optional `(ids, line_splits)` of the documents' lines (`tokenize_lines`).
+    tokenized: optional `layout.Documents` of the documents (`_tokenized_by_workers`).
+    share: `(index, count)`: the shard's instances, in their final order, are cut into `count`
+      runs of whole masking blocks (`_shared_rows`) and this call makes run `index`, each call
+      laying out the whole shard again (the same draws); run 0 also counts the documents. Only
+      `(0, 1)` with `pack_sequences` or `original_random_stream`, which draw over all of them.
 
   Returns:
-    `(serialized_examples, counts)`: list of bytes, the shard's instances in order (or its
-    packs, shuffled); a Counter of the statistics `write_pretraining_data` reports, and of the
-    examples (`records`).
+    `(serialized_examples, counts)`: list of bytes, the share's instances in order (or the
+    shard's packs, shuffled); a Counter of the statistics `write_pretraining_data` reports, and
+    of the examples (`records`).
   """
   if settings.vocab_file not in _SPECIAL_IDS:
     _SPECIAL_IDS[settings.vocab_file] = instances_lib.SpecialIds.from_vocab(
         tokenization.load_vocab(settings.vocab_file))
   special_ids = _SPECIAL_IDS[settings.vocab_file]
-  ids, line_splits = tokenized or _tokenize_lines(
-      [line for document in documents for line in document], settings)
-  # Lines that tokenize to nothing are dropped, and documents left empty with them.
-  tokenized = layout.Documents.from_lines(ids, line_splits,
-                                                   [len(document) for document in documents])
-  counts = collections.Counter(documents=len(tokenized.boundaries))
+  if tokenized is None:
+    # Lines that tokenize to nothing are dropped, and documents left empty with them.
+    tokenized = layout.Documents.from_lines(
+        *_tokenize_lines([line for document in documents for line in document], settings),
+        [len(document) for document in documents])
+  share_index, share_count = share
+  counts = collections.Counter(documents=len(tokenized.boundaries) if share_index == 0 else 0)
   rng = instances_lib.seeded_rng(settings.random_seed, shard_index)
   if settings.original_random_stream:
     instances = instances_lib.create_instances(
@@ -309,15 +317,19 @@ def _process_shard(shard_index, documents, settings, tokenized=None):
     batch = batches.from_instances(instances, settings.max_seq_length,
                                             settings.max_predictions_per_seq)
   else:
-    batch = layout.create_instance_batch(
-        tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob,
-        settings.max_predictions_per_seq, special_ids, rng, counts)
+    instance_layout = layout.lay_out(
+        tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob, rng,
+        counts if share_index == 0 else None)
+    rows = _shared_rows(len(instance_layout.order), share_index, share_count)
+    batch = layout.pack(tokenized.ids, instance_layout, rows, settings.max_seq_length,
+                        settings.max_predictions_per_seq, special_ids)
     # Masking needs as much memory again as the batch: the documents go first.
-    del tokenized, ids
+    del tokenized, instance_layout
     batch = masking.mask_batch(
         batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
         settings.do_whole_word_mask,
-        masking.seeded_generator(settings.random_seed, shard_index), in_place=True)
+        masking.block_generators(settings.random_seed, shard_index,
+                                 rows.start // masking.BLOCK_ROWS), in_place=True)
   counts.update(instances=len(batch.lengths))
   batches.count_statistics(batch, settings.masked_lm_prob, counts)
   if settings.pack_sequences:
@@ -332,17 +344,31 @@ def _process_shard(shard_index, documents, settings, tokenized=None):
   return serialized, counts
 
 
+def _shared_rows(num_rows, index, count):
+  """The rows of share `index` of `count`: consecutive, cut between blocks of
+  `masking.BLOCK_ROWS` rows, the blocks as evenly spread as they go.
+
+  Returns:
+    a `slice` of `range(num_rows)`.
+  """
+  num_blocks = -(-num_rows // masking.BLOCK_ROWS)
+  first, end = (num_blocks * share // count * masking.BLOCK_ROWS for share in (index, index + 1))
+  return slice(first, min(end, num_rows))
+
+
 @dataclasses.dataclass(frozen=True)
 class _Job:
-  """One shard to make: `process_shard`'s arguments but `tokenized`, and what the main process
-  needs besides.
+  """One shard to make: `process_shard`'s arguments but `tokenized` and `share`, and what the
+  main process needs besides.
 
   Attributes:
     shard_index, documents, settings, num_parts, compression_type, directory, threads: see
       `process_shard`.
     num_bytes: the input bytes the shard covers.
-    tokenize_together: all workers tokenize the shard together before one makes it (a run's
-      only shard, large enough to pay for their tokenizers).
+    tokenize_together: all workers tokenize the shard together before it is made (a run's only
+      shard, large enough to pay for their tokenizers).
+    shares: the number of workers that make a share of its instances each (see
+      `_process_shard`).
   """
   shard_index: int
   documents: list
@@ -353,15 +379,18 @@ class _Job:
   threads: int
   num_bytes: int
   tokenize_together: bool
+  shares: int
 
   def process_shard_arguments(self):
-    """`process_shard`'s positional arguments, up to `threads`."""
-    return (self.shard_index, self.documents, self.settings, self.num_parts,
-            self.compression_type, self.directory, self.threads)
+    """`process_shard`'s positional arguments, up to `threads`: without the documents' text
+    when the workers get them tokenized."""
+    return (self.shard_index, None if self.tokenize_together else self.documents, self.settings,
+            self.num_parts, self.compression_type, self.directory, self.threads)
 
 
 def _shard_results(executor, num_workers, jobs):
-  """Runs `process_shard` on `executor` for each job, yielding the results in shard order.
+  """Runs `process_shard` on `executor` for each share of each job, yielding the results in
+  shard order.
 
   Every worker keeps one shard queued behind the one it makes, so none waits for this process
   (which only reads the input and writes the output) between shards.
@@ -372,23 +401,42 @@ def _shard_results(executor, num_workers, jobs):
     jobs: iterable of `_Job`.
 
   Yields:
-    `(process_shard result, num_bytes)` in shard order; at most `2 * num_workers` shards are in
-    flight at once.
+    `(process_shard result, num_bytes)` in shard order, a shard's shares in order (the first
+    with the shard's bytes, the others with 0); at most `2 * num_workers` calls are in flight
+    at once.
 
   Raises:
     WorkerDiedError: a worker process ended without finishing its shard.
   """
   in_flight = collections.deque()  # (Future, num_bytes)
   for job in jobs:
-    arguments = job.process_shard_arguments()
+    tokenized = None
     if job.tokenize_together:
-      arguments += (_tokenized_by_workers(executor, num_workers, job.documents, job.settings),)
-    in_flight.append((executor.submit(process_shard, *arguments), job.num_bytes))
+      tokenized = _tokenized_by_workers(executor, num_workers, job.documents, job.settings)
+    for share in range(job.shares):
+      in_flight.append((executor.submit(process_shard, *job.process_shard_arguments(),
+                                        tokenized, (share, job.shares)),
+                        job.num_bytes if share == 0 else 0))
     while in_flight and (len(in_flight) >= 2 * num_workers or in_flight[0][0].done()):
       pending, num_bytes = in_flight.popleft()
       yield _result(pending), num_bytes
   for pending, num_bytes in in_flight:
     yield _result(pending), num_bytes
+
+
+def _job(shard_index, documents, num_bytes, only_shard, settings, num_parts, compression_type,
+         directory, num_workers):
+  """The `_Job` of a shard. A run's only shard gets all the workers: from
+  `_SHARED_TOKENIZATION_BYTES` up they tokenize it together and each makes a share of its
+  instances (unless those are drawn all at once: packed, or masked with the original's random
+  stream); below, or for such instances, one worker makes it on their threads."""
+  tokenize_together = (only_shard and num_workers > 1
+                       and num_bytes >= _SHARED_TOKENIZATION_BYTES)
+  shared = tokenize_together and not (settings.pack_sequences
+                                      or settings.original_random_stream)
+  return _Job(shard_index, documents, settings, num_parts, compression_type, directory,
+              threads=num_workers if only_shard and not shared else 1, num_bytes=num_bytes,
+              tokenize_together=tokenize_together, shares=num_workers if shared else 1)
 
 
 def _result(future):
@@ -656,12 +704,8 @@ def _write_pretraining_data(input_files, output_files, settings, num_workers, sh
           num_workers, mp_context=multiprocessing.get_context(start_method),
           initializer=_start_worker, initargs=(num_workers, os.getpid()))
     outputs = [open_output(path) for path in temp_paths]
-    # A run's only shard gets the threads of all workers, and from
-    # `_SHARED_TOKENIZATION_BYTES` up they tokenize it together.
-    jobs = (_Job(index, documents, settings, len(outputs), compression_type, parts_directory,
-                 threads=num_workers if only_shard else 1, num_bytes=num_bytes,
-                 tokenize_together=(only_shard and num_workers > 1
-                                    and num_bytes >= _SHARED_TOKENIZATION_BYTES))
+    jobs = (_job(index, documents, num_bytes, only_shard, settings, len(outputs),
+                 compression_type, parts_directory, num_workers)
             for index, (documents, num_bytes, only_shard)
             in enumerate(_with_only_shard(read_document_shards(input_files, shard_documents,
                                                                decode_stats))))
