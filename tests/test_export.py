@@ -95,7 +95,7 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
            "--export_version=7", "--distribution_strategy=one_device"]
   if pairs:
     flags.append("--text_b_column=other")
-  result = scripts.run_script("run_classifier.py", *flags)
+  result = scripts.run_in_process("run_classifier.py", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(p.name for p in export_dir.iterdir()) == ["7"]
   assert (export_dir / "7" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
@@ -136,7 +136,7 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
 
 def test_ids_only_export_loads_without_tensorflow_text(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       "run_classifier.py", "--task_name=tsv",
       f"--data_dir={SAMPLES_DIR / 'classification'}", f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
@@ -188,7 +188,7 @@ print(json.dumps({"tags": [[t.decode() for t in row if t] for row in out["tags"]
 def test_ner_export_tags_as_the_runner(tiny_model, tmp_path):
   vocab_file, config_file = tiny_model
   export_dir = tmp_path / "export"
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       "run_ner.py", f"--data_dir={SAMPLES_DIR / 'ner'}",
       f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
       f"--output_dir={tmp_path / 'out'}", "--do_train", "--do_predict", "--max_seq_length=48",

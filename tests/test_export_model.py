@@ -53,7 +53,7 @@ def pretrained(tiny_model, tmp_path_factory):
 
 
 def export_model(vocab_file, config_file, checkpoint, export_dir, *flags):
-  return scripts.run_script(
+  return scripts.run_in_process(
       "export_model.py", f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
       f"--max_seq_length={MAX_SEQ_LENGTH}", f"--export_dir={export_dir}", *flags)
@@ -64,7 +64,7 @@ def extract_features(tmp_path, vocab_file, config_file, checkpoint, output_name,
   input_file.write_text("".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in INPUTS),
                         encoding="utf-8")
   output = tmp_path / output_name
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       "extract_features.py", f"--input_file={input_file}",
       f"--output_file={output}", f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",

@@ -102,7 +102,7 @@ def test_extract_features_end_to_end_matches_huggingface(converted, stsb_example
   input_file.write_text("".join(a + "\n" if b is None else f"{a} ||| {b}\n"
                                 for a, b in stsb_examples), encoding="utf-8")
   output_file = tmp_path / "features.jsonl"
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       "extract_features.py", f"--input_file={input_file}", f"--output_file={output_file}",
       "--layers=-1", f"--vocab_file={converted / 'vocab.txt'}",
       f"--bert_config_file={converted / 'bert_config.json'}",
@@ -128,8 +128,8 @@ def test_extract_features_end_to_end_matches_huggingface(converted, stsb_example
 
 
 def test_hf_to_original_to_hf_round_trip_is_bit_identical(minilm_dir, converted, tmp_path):
-  result = scripts.run_script("convert_checkpoint.py", "--direction=bert_to_hf",
-                              f"--input_dir={converted}", f"--output_dir={tmp_path}")
+  result = scripts.run_in_process("convert_checkpoint.py", "--direction=bert_to_hf",
+                                  f"--input_dir={converted}", f"--output_dir={tmp_path}")
   assert result.returncode == 0, result.stderr
   original = safetensors_numpy.load_file(str(minilm_dir / "model.safetensors"))
   round_trip = safetensors_numpy.load_file(str(tmp_path / "model.safetensors"))
@@ -175,8 +175,8 @@ def test_bad_hf_input_is_one_line_error(minilm_dir, tmp_path, case):
     (input_dir / "config.json").write_text(json.dumps(config))
     safetensors_numpy.save_file(weights, str(input_dir / "model.safetensors"))
     (input_dir / "vocab.txt").write_text("[PAD]\n")
-  result = scripts.run_script("convert_checkpoint.py", "--direction=hf_to_bert",
-                              f"--input_dir={input_dir}", f"--output_dir={tmp_path / 'out'}")
+  result = scripts.run_in_process("convert_checkpoint.py", "--direction=hf_to_bert",
+                                  f"--input_dir={input_dir}", f"--output_dir={tmp_path / 'out'}")
   assert result.returncode == 1
   last_line = result.stderr.strip().splitlines()[-1]
   assert "Traceback" not in result.stderr

@@ -24,8 +24,8 @@ TOLERANCE = 1e-5
 
 
 def _convert(direction, input_dir, output_dir, *flags):
-  return scripts.run_script("convert_checkpoint.py", f"--direction={direction}",
-                            f"--input_dir={input_dir}", f"--output_dir={output_dir}", *flags)
+  return scripts.run_in_process("convert_checkpoint.py", f"--direction={direction}",
+                                f"--input_dir={input_dir}", f"--output_dir={output_dir}", *flags)
 
 
 def _keras_hub_outputs(backbone, input_ids, input_mask, segment_ids):

@@ -227,7 +227,7 @@ def test_every_family_evaluates_while_training_by_its_default_metric(tmp_path, t
                                                                      script):
   flags, metric = FAMILY_RUNS[script]
   vocab_file, config_file = tiny_model
-  result = scripts.run_script(
+  result = scripts.run_in_process(
       script, "--distribution_strategy=one_device", f"--vocab_file={vocab_file}",
       f"--bert_config_file={config_file}", f"--output_dir={tmp_path / 'out'}",
       "--max_seq_length=32", "--train_batch_size=4", "--learning_rate=1e-3", "--seed=3",
