@@ -3,14 +3,12 @@ MiniLM weights it equals HuggingFace's mean-pooled last layer and ranks STS-B de
 
 import csv
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tasks import classifier
-from tests.conftest import REPO_ROOT
+from tests import scripts
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +19,10 @@ def extract(tmp_path, vocab_file, config_file, checkpoint, lines, output_name, *
   input_file = tmp_path / "input.txt"
   input_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
   output = tmp_path / output_name
-  result = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "extract_features.py"), f"--input_file={input_file}",
-       f"--output_file={output}", f"--vocab_file={vocab_file}",
-       f"--bert_config_file={config_file}", f"--init_checkpoint={checkpoint}",
-       "--max_seq_length=64", "--batch_size=32", *flags],
-      capture_output=True, text=True, cwd=REPO_ROOT)
+  result = scripts.run_in_process(
+      "extract_features.py", f"--input_file={input_file}", f"--output_file={output}",
+      f"--vocab_file={vocab_file}", f"--bert_config_file={config_file}",
+      f"--init_checkpoint={checkpoint}", "--max_seq_length=64", "--batch_size=32", *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   return output
 
