@@ -9,7 +9,7 @@ pytestmark = pytest.mark.slow
 
 
 def _learn_vocab(*flags):
-  return scripts.run_script("learn_vocab.py", *flags, timeout=600)
+  return scripts.run_in_process("learn_vocab.py", *flags)
 
 
 def test_vocab_learned_from_wikitext_tokenizes_held_out_text(shared_data, tmp_path):
