@@ -29,9 +29,7 @@ SIGNATURES_FILENAME = "export_signatures.json"
 NOT_COMPARED = ("checkpoint", ".lock")
 NOT_COMPARED_PREFIXES = ("events.out.tfevents", "model.ckpt-")
 
-# Written on an AVX-512 CPU with oneDNN's kernels; on an AVX2 one without them, Eigen's sums moved
-# a multiple-choice probability after training by 2.3e-4 of its value.
-RELATIVE_TOLERANCE = 1e-3
+RELATIVE_TOLERANCE = 1e-4
 ABSOLUTE_TOLERANCE = 1e-6
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
