@@ -132,6 +132,8 @@ def test_gradient_accumulation_equals_one_large_batch(tmp_path, data_path, accum
                    optimizer_fn=_gradient_scale_sensitive_optimizer,
                    gradient_accumulation_steps=accumulation_steps)
   micro_result = micro.train(_input_fn(data_path, 16))
+  assert tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True), (
+      "the accumulation loop's Grappler option outlived its run")
   np.testing.assert_allclose([l for _, l in micro_result["history"]],
                              [l for _, l in large_result["history"]], rtol=1e-5)
   assert micro_result["metrics"] == pytest.approx(large_result["metrics"], rel=1e-5)

@@ -16,6 +16,7 @@ A log line (step, loss, metrics, learning rate, examples/s, ETA) and the TensorB
 every `log_every_steps` steps and at least every `log_every_seconds`, whatever `steps_per_loop` is.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -270,13 +271,29 @@ class Trainer:
         lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None),
         per_replica)
 
+  @contextlib.contextmanager
+  def _train_loop_grappler_options(self):
+    """Grappler options for tracing and calling the train loop, put back afterwards (they are
+    process-wide, and later runs in the same process must not inherit them).
+
+    Grappler's arithmetic optimizer turns the gradient sums of the micro-batch loop into temporary
+    variables whose names collide across loop iterations on BERT-sized graphs (AlreadyExistsError:
+    ".../AddOpsRewrite_add_N/tmp_var", seen when benchmarks/pretraining_step.py trains one Trainer
+    twice): the rewrite is off while a gradient-accumulation loop runs.
+    """
+    if self.config.gradient_accumulation_steps == 1:
+      yield
+      return
+    before = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+    try:
+      yield
+    finally:
+      # An option never set reads as absent; the arithmetic optimizer is on unless turned off.
+      tf.config.optimizer.set_experimental_options(
+          {"arithmetic_optimization": before.get("arithmetic_optimization", True)})
+
   def _build_train_loop(self):
-    if self.config.gradient_accumulation_steps > 1:
-      # Grappler's arithmetic optimizer turns the gradient sums of the micro-batch loop into
-      # temporary variables whose names collide across loop iterations on BERT-sized graphs
-      # (AlreadyExistsError: ".../AddOpsRewrite_add_N/tmp_var", seen when benchmarks/
-      # pretraining_step.py trains one Trainer twice); the rewrite is off for such runs.
-      tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
     self._forward_backward_fn = (tf.function(self._forward_backward, jit_compile=True)
                                  if self.config.jit_compile else self._forward_backward)
     zero_metrics = {name: (tf.constant(0.0), tf.constant(0.0)) for name in self.task.metric_names}
@@ -393,7 +410,8 @@ class Trainer:
           if terminating:
             self._stop_on_signal(step)
           loop_start = time.monotonic()
-          losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
+          with self._train_loop_grappler_options():
+            losses, metrics = self._train_loop(iterator, tf.constant(num_steps))
           losses = losses.numpy()
           last_loop = (len(losses), time.monotonic() - loop_start)
           if not np.all(np.isfinite(losses)):
