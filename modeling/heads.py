@@ -109,6 +109,10 @@ class OutputProjection(keras.layers.Layer):
     hidden_size: input width H.
     initializer_range: stddev of the truncated-normal initializer of `output_weights`.
     dropout_rate: dropout on the inputs while training (the classifier's 0.1; 0 for the others).
+    train_bias: whether training updates `output_bias`. False where the loss cannot depend on it
+      (multiple choice: every choice's score gets the same bias, and a softmax ignores a shift
+      common to all its logits), so that float32 rounding, which Adam's step normalisation turns
+      into full-size updates, does not move every score by the same noise.
 
   Example:
     >>> import tensorflow as tf
@@ -119,12 +123,13 @@ class OutputProjection(keras.layers.Layer):
   """
 
   def __init__(self, num_outputs, hidden_size, initializer_range=0.02, dropout_rate=0.0,
-               **kwargs):
+               train_bias=True, **kwargs):
     super().__init__(**kwargs)
     self.num_outputs = num_outputs
     self.hidden_size = hidden_size
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
+    self.train_bias = train_bias
     self.dropout = keras.layers.Dropout(dropout_rate)
 
   def build(self, input_shape=None):
@@ -132,7 +137,7 @@ class OutputProjection(keras.layers.Layer):
         name="output_weights", shape=(self.num_outputs, self.hidden_size),
         initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
-                                       initializer="zeros")
+                                       initializer="zeros", trainable=self.train_bias)
     self.built = True
 
   def call(self, inputs, training=False):
@@ -157,5 +162,6 @@ class OutputProjection(keras.layers.Layer):
         "hidden_size": self.hidden_size,
         "initializer_range": self.initializer_range,
         "dropout_rate": self.dropout_rate,
+        "train_bias": self.train_bias,
     })
     return config

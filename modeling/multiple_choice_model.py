@@ -32,6 +32,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
   Every choice of an example is encoded as its own `[CLS] context [SEP] choice [SEP]` sequence
   (the batch and choice dimensions are folded into one for the encoder); the score of a choice is
   `pooled . output_weights^T + output_bias`. Dropout 0.1 on the pooled output, as the classifier.
+  Training leaves `output_bias` as initialised or loaded: it shifts every choice's score alike, so
+  the softmax's loss gives it no gradient but float32 rounding.
 
   Args:
     config: a `BertConfig` (or its dict).
@@ -66,7 +68,7 @@ class BertMultipleChoice(task_model.BertTaskModel):
     encoder = encoder_lib.BertEncoder(config, name="bert")
     score_layer = heads.OutputProjection(1, config.hidden_size, config.initializer_range,
                                          dropout_rate=classifier_model.CLASSIFIER_DROPOUT,
-                                         name="multiple_choice")
+                                         train_bias=False, name="multiple_choice")
     fold = keras.layers.Lambda(_fold_choices, name="fold_choices")
     unfold = keras.layers.Lambda(_unfold_scores, name="unfold_scores")
 

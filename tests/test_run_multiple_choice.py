@@ -114,6 +114,9 @@ def test_a_tiny_model_from_scratch_learns_which_choice_fits_the_context(topic_ru
   assert names["cls/multiple_choice/output_weights"] == [1, 32]
   assert names["cls/multiple_choice/output_bias"] == [1]
   assert "bert/pooler/dense/kernel" in names
+  # The bias every score shares gets no gradient from the softmax; training leaves it at zero.
+  reader = tf.train.load_checkpoint(str(output_dir / "model.ckpt-500"))
+  assert not reader.get_tensor("cls/multiple_choice/output_bias").any()
 
 
 def test_the_same_seed_repeats_a_run_exactly(tiny_model, topic_run, tmp_path):
