@@ -2,19 +2,19 @@
 TensorFlow's in-memory one: what works there goes through `tf.io.gfile`, as `gs://` needs), and
 no local folder named after the scheme created.
 
-Each script runs in its own process (`tests/ram_fs_run.py` copies its inputs in and its outputs
-out); the chain is create_pretraining_data -> run_pretraining -> export_model / extract_features /
-convert_checkpoint, plus every fine-tuning runner with an export, and learn_vocab.
+The scripts run in this process (`ram://` lives inside one), each in a `ram://` tree of its own
+that its inputs are copied into and its outputs out of; the chain is create_pretraining_data ->
+run_pretraining -> export_model / extract_features / convert_checkpoint, plus every fine-tuning
+runner with an export, and learn_vocab.
 """
 
-import json
+import itertools
 import os
-import subprocess
-import sys
 
 import pytest
+import tensorflow as tf
 
-from tests.conftest import REPO_ROOT
+from tests import scripts
 from tests.conftest import SAMPLES_DIR
 
 pytestmark = pytest.mark.slow
@@ -33,24 +33,61 @@ FINE_TUNING = {
                                                                   "--do_eval", "--do_predict"]),
 }
 
+_RUNS = itertools.count()
+
+
+def ram_files(root="ram://"):
+  """Every file under `root` on ram://, by path. (Its directories are not listed by `listdir`
+  unless made by `makedirs`, so the files are found by globbing each depth.)"""
+  names = set()
+  for depth in range(1, 12):
+    names.update(tf.io.gfile.glob(root.rstrip("/") + "/" + "/".join(["*"] * depth)))
+  return sorted(name for name in names if not any(other.startswith(name + "/") for other in names))
+
+
+def copy_tree(source, target):
+  """Copies a file, or a directory recursively, from the local disk to ram:// or back."""
+  if source.startswith("ram://"):
+    files = [name for name in ram_files(source) if name.startswith(source + "/")] or [source]
+  else:
+    files = ([source] if os.path.isfile(source) else
+             [os.path.join(directory, name) for directory, _, names in os.walk(source)
+              for name in names])
+  for name in files:
+    destination = target if name == source else os.path.join(target,
+                                                              os.path.relpath(name, source))
+    tf.io.gfile.makedirs(os.path.dirname(destination))
+    # ram:// appends to a file that exists instead of replacing it.
+    if tf.io.gfile.exists(destination):
+      tf.io.gfile.remove(destination)
+    tf.io.gfile.copy(name, destination)
+
 
 def run_on_ram(tmp_path, script, flags, copy_in=(), copy_out=()):
   """Runs `script flags` on ram:// (after copying `copy_in` pairs `(local, ram)`, before copying
-  `copy_out` pairs `(ram, local)`); returns the ram:// files it left. Runs in `tmp_path`, which
-  must hold no `ram:` entry afterwards."""
-  listing = tmp_path / f"{script}.listing.json"
-  command = [sys.executable, str(REPO_ROOT / "tests" / "ram_fs_run.py")]
+  `copy_out` pairs `(ram, local)`); returns the ram:// files it left, by the names in `flags`.
+
+  The run sees its paths under a `ram://` tree of its own (removed afterwards), and runs in
+  `tmp_path`, which must hold no `ram:` entry afterwards.
+  """
+  root = f"ram://run{next(_RUNS)}/"
+  on_root = lambda text: str(text).replace("ram://", root)
   for local, ram in copy_in:
-    command += ["--in", f"{local}={ram}"]
-  for ram, local in copy_out:
-    command += ["--out", f"{ram}={local}"]
-  command += ["--listing", str(listing), "--", str(REPO_ROOT / script), *flags]
-  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-  result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env,
-                          timeout=600)
+    copy_tree(str(local), on_root(ram))
+  working_directory = os.getcwd()
+  os.chdir(tmp_path)
+  try:
+    result = scripts.run_in_process(script, *map(on_root, flags))
+  finally:
+    os.chdir(working_directory)
   assert result.returncode == 0, result.stderr[-3000:]
   assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("ram")]
-  return json.loads(listing.read_text())
+  for ram, local in copy_out:
+    copy_tree(on_root(ram), str(local))
+  listed = ram_files(root)
+  for name in listed:
+    tf.io.gfile.remove(name)
+  return [name.replace(root, "ram://", 1) for name in listed]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +100,8 @@ def ram_model(tiny_model, tmp_path_factory):
   listed = run_on_ram(work, "create_pretraining_data.py", [
       "--input_file=ram://corpus/sample_corpus.txt", "--output_file=ram://data/pt.tfrecord",
       "--vocab_file=ram://model/vocab.txt", "--max_seq_length=32",
-      "--max_predictions_per_seq=5", "--num_output_shards=2", "--num_workers=2"],
+      # One worker: this process's; spawned workers would not see its ram:// (gs:// they do).
+      "--max_predictions_per_seq=5", "--num_output_shards=2", "--num_workers=1"],
       copy_in=[(SAMPLES_DIR / "sample_corpus.txt", "ram://corpus/sample_corpus.txt"),
                *model_in],
       copy_out=[("ram://data", work / "data")])
