@@ -30,7 +30,5 @@ from tasks.pretraining import data_runner
 from tasks.pretraining.config import PretrainingDataConfig
 
 if __name__ == "__main__":
-  # The words that are not this script's flags are Apache Beam's pipeline options. The script
-  # runs no TensorFlow op before its workers start: they can be forked.
-  cli.run_config(PretrainingDataConfig, functools.partial(data_runner.run, fork_workers=True),
-                 unknown_args_field="pipeline_args")
+  # The script runs no TensorFlow op before its workers start: they can be forked.
+  cli.run_config(PretrainingDataConfig, functools.partial(data_runner.run, fork_workers=True))

@@ -24,25 +24,20 @@ ABSL_GROUP = "absl: flag files (--flagfile), logging, help"
 TENSORFLOW_GROUP = "TensorFlow's own (rarely needed)"
 
 
-def run_config(config_class, run, unknown_args_field=None):
+def run_config(config_class, run):
   """The entry point of a script whose run is a function of a typed config
   (`base.config.FlagConfig`): its flags defined from `config_class`, parsed as `run` parses
   them (grouped --help, one-line errors), the config built from them and passed to `run`, which
   validates it and claims its outputs.
 
-  With `unknown_args_field` (the name of a field of `config_class` that is not a flag), the
-  words of flags the script does not define are not an error here: the config gets them, a
-  tuple, in that field, for another parser (Apache Beam's pipeline options) that the config's
-  `validate` must make reject what it does not know either.
+  The words of flags the script does not define are an error, unless `config_class` takes them
+  (its `UNKNOWN_ARGS_FIELD`).
   """
   config_class.define_flags(flags.FLAGS)
 
   def main(argv):
     try:
-      config = config_class.from_flags(flags.FLAGS)
-      if unknown_args_field is not None:
-        config = config.replace(**{unknown_args_field: tuple(argv[1:])})
-      run(config)
+      run(config_class.from_flags(flags.FLAGS, argv[1:]))
     except Exception as exception:  # pylint: disable=broad-except
       ending = failure(sys.argv[0], exception)
       if ending is None:
@@ -51,7 +46,7 @@ def run_config(config_class, run, unknown_args_field=None):
       print(line, file=sys.stderr)
       sys.exit(status)
   app.run(main, flags_parser=functools.partial(
-      _parse_flags_or_print_help, known_only=unknown_args_field is not None))
+      _parse_flags_or_print_help, known_only=config_class.UNKNOWN_ARGS_FIELD is not None))
 
 
 def failure(script, exception):

@@ -81,7 +81,10 @@ class FlagConfig:
   """Base class of the run configs: a dataclass whose `flag` fields are the run's flags.
 
   Subclasses list their required flags in `REQUIRED` (absl's own check at parse time) and
-  extend `validate`.
+  extend `validate`. A subclass whose `UNKNOWN_ARGS_FIELD` names one of its fields that is not a
+  flag takes the words of the flags it does not define in that field, a tuple, for another
+  parser (Apache Beam's pipeline options) that its `validate` must make reject what it does not
+  know either; otherwise such words are an error.
 
   Attributes:
     given_flags: the names of the flags given on the command line (`from_flags`), for the few
@@ -89,6 +92,7 @@ class FlagConfig:
       in Python.
   """
   REQUIRED = ()
+  UNKNOWN_ARGS_FIELD = None
   given_flags: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
 
   def warn_without_effect(self, names, reason):
@@ -127,12 +131,14 @@ class FlagConfig:
       flags.mark_flags_as_required(cls.REQUIRED, flag_values=flag_values)
 
   @classmethod
-  def from_flags(cls, flag_values):
-    """The config of parsed `flag_values` (in which `define_flags` defined the fields)."""
+  def from_flags(cls, flag_values, unknown_args=()):
+    """The config of parsed `flag_values` (in which `define_flags` defined the fields) and the
+    words the parser left (`unknown_args`, for `UNKNOWN_ARGS_FIELD`)."""
     fields = cls.flag_fields()
+    unknown = {cls.UNKNOWN_ARGS_FIELD: tuple(unknown_args)} if cls.UNKNOWN_ARGS_FIELD else {}
     return cls(**{field.name: flag_values[field.name].value for field in fields},
                given_flags=frozenset(field.name for field in fields
-                                     if flag_values[field.name].present))
+                                     if flag_values[field.name].present), **unknown)
 
   @classmethod
   def from_args(cls, *args):
@@ -145,10 +151,11 @@ class FlagConfig:
     flag_values = flags.FlagValues()
     cls.define_flags(flag_values)
     try:
-      flag_values([cls.__name__, *map(str, args)])
+      unparsed = flag_values([cls.__name__, *map(str, args)],
+                             known_only=cls.UNKNOWN_ARGS_FIELD is not None)
     except flags.Error as error:
       raise errors.UsageError(str(error)) from None
-    return cls.from_flags(flag_values)
+    return cls.from_flags(flag_values, unparsed[1:])
 
   def replace(self, **changes):
     """A copy with `changes` (field name -> value)."""

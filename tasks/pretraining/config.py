@@ -178,6 +178,7 @@ class PretrainingDataConfig(config.FlagConfig):
       "bool", False, "Compress the output with GZIP (read with --input_compression=gzip).")
 
   pipeline_args: tuple = ()
+  UNKNOWN_ARGS_FIELD = "pipeline_args"
 
   def output_paths(self):
     """The output files: the comma-separated list, or the shard names of --num_output_shards."""
