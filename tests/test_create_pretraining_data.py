@@ -2,6 +2,7 @@
 
 import collections
 import errno
+import functools
 import json
 import os
 import pathlib
@@ -50,11 +51,15 @@ def read_records(paths, compression_type=None, spec=None):
 def create(tmp_path, vocab, *extra, inputs=None, outputs=("out.tfrecord",),
            max_seq_length=MAX_SEQ_LENGTH, max_predictions=MAX_PREDICTIONS):
   output_paths = [tmp_path / name for name in outputs]
-  result = run_script(f"--input_file={inputs or SAMPLES_DIR / 'sample_corpus.txt'}",
-                      "--output_file=" + ",".join(str(p) for p in output_paths),
-                      f"--vocab_file={vocab}", f"--max_seq_length={max_seq_length}",
-                      f"--max_predictions_per_seq={max_predictions}", "--dupe_factor=2",
-                      "--num_workers=1", *extra)
+  # One worker is the test's own process; several are the script's, whose workers it forks.
+  several = any(flag.startswith("--num_workers=") and flag != "--num_workers=1" for flag in extra)
+  run = run_script if several else functools.partial(scripts.run_in_process,
+                                                     "create_pretraining_data.py")
+  result = run(f"--input_file={inputs or SAMPLES_DIR / 'sample_corpus.txt'}",
+               "--output_file=" + ",".join(str(p) for p in output_paths),
+               f"--vocab_file={vocab}", f"--max_seq_length={max_seq_length}",
+               f"--max_predictions_per_seq={max_predictions}", "--dupe_factor=2",
+               "--num_workers=1", *extra)
   assert result.returncode == 0, result.stderr[-3000:]
   return output_paths
 
