@@ -21,15 +21,21 @@ CPUINFO = "/proc/cpuinfo"
 BFLOAT16_DOT_PRODUCT_FEATURES = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 
 
-def feature_names(cpuinfo):
+def feature_names(cpuinfo=None):
   """The feature names of the `flags` (x86) and `Features` (Arm) lines of a /proc/cpuinfo text.
 
   Args:
-    cpuinfo: the text of /proc/cpuinfo.
+    cpuinfo: the text of /proc/cpuinfo; default this machine's (none where there is none).
 
   Returns:
     a set of strings, e.g. {"fpu", "avx512_bf16", ...}.
   """
+  if cpuinfo is None:
+    try:
+      with open(CPUINFO, encoding="utf-8", errors="replace") as f:
+        cpuinfo = f.read()
+    except OSError:
+      return set()
   features = set()
   for line in cpuinfo.splitlines():
     key, _, value = line.partition(":")
@@ -47,10 +53,4 @@ def has_bfloat16_dot_product(cpuinfo=None):
   Returns:
     a bool.
   """
-  if cpuinfo is None:
-    try:
-      with open(CPUINFO, encoding="utf-8", errors="replace") as f:
-        cpuinfo = f.read()
-    except OSError:
-      return False
   return bool(feature_names(cpuinfo) & BFLOAT16_DOT_PRODUCT_FEATURES)

@@ -9,15 +9,22 @@ C++ and go straight to file descriptor 2, some before TensorFlow reads `TF_CPP_M
 (a user's own level wins; children inherit the one in force), and imports TensorFlow with file
 descriptor 2 captured: the captured lines below that level are dropped, the others written back
 to the real stderr, so the level holds for the lines printed before TensorFlow applies it.
+
+It also turns TensorFlow's oneDNN kernels on (`TF_ENABLE_ONEDNN_OPTS=1`) on x86-64 unless the
+environment sets the variable: TensorFlow does so by itself only on CPUs with `avx512_vnni`,
+`avx512_bf16` or AMX, and on the others its default float32 kernels are the slower ones
+(docs/benchmarks.md, "On an AVX2 CPU").
 """
 
 import os
+import platform
 import re
 import sys
 import tempfile
 
 LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 DEFAULT_LEVEL = "3"
+ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 
 # absl's C++ log prefix: severity letter, MMDD, time, thread id, file:line].
 _LOG_LINE = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]+\] ")
@@ -58,6 +65,8 @@ def import_tensorflow():
   if "tensorflow" in sys.modules:
     return
   os.environ.setdefault(LEVEL_VARIABLE, DEFAULT_LEVEL)
+  if platform.machine().lower() in ("x86_64", "amd64"):
+    os.environ.setdefault(ONEDNN_VARIABLE, "1")
   level = _level()
   sys.stderr.flush()
   saved_stderr = os.dup(2)

@@ -1,6 +1,8 @@
-"""TensorFlow's start-up lines: hidden below the log level, a user's own level wins."""
+"""TensorFlow's start-up: its lines hidden below the log level and oneDNN on (x86-64), a user's own
+settings winning."""
 
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -32,18 +34,26 @@ def test_lines_below_the_level_are_hidden(level, hidden):
 
 
 STARTS_TENSORFLOW = ("import base, tensorflow as tf; tf.config.list_physical_devices(); "
-                     "import sys; print('started', file=sys.stderr)")
+                     "import os, sys; print('started', file=sys.stderr); "
+                     "from tensorflow.python.util import _pywrap_util_port; "
+                     "print(os.environ.get('TF_ENABLE_ONEDNN_OPTS'), "
+                     "_pywrap_util_port.IsMklEnabled())")
 LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages before absl)", re.M)
 
 
 @pytest.mark.slow
-def test_a_process_starts_quietly_unless_the_user_asks_for_the_lines():
-  env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+def test_a_process_starts_quietly_with_onednn_unless_the_user_asks_otherwise():
+  env = {key: value for key, value in os.environ.items()
+         if key not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
   env["PYTHONPATH"] = str(REPO_ROOT)
   quiet = subprocess.run([sys.executable, "-c", STARTS_TENSORFLOW], capture_output=True,
                          text=True, env=env, check=True)
   assert "started" in quiet.stderr
   assert not LOG_LINE.findall(quiet.stderr), quiet.stderr
+  if platform.machine().lower() in ("x86_64", "amd64"):
+    assert quiet.stdout.split() == ["1", "True"]
   verbose = subprocess.run([sys.executable, "-c", STARTS_TENSORFLOW], capture_output=True,
-                           text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="0"), check=True)
+                           text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="0",
+                                               TF_ENABLE_ONEDNN_OPTS="0"), check=True)
   assert LOG_LINE.findall(verbose.stderr), verbose.stderr
+  assert verbose.stdout.split() == ["0", "False"]
