@@ -469,6 +469,7 @@ def step_worker():
   import gc  # pylint: disable=g-import-not-at-top
   library = FLAGS.step_worker
   if library == "ours":
+    import base  # pylint: disable=g-import-not-at-top,unused-import  (TF as the scripts start it)
     import keras  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)

@@ -34,9 +34,10 @@ HF's own forward). Embedding lookups, LayerNorm, softmax, GELU and biases are no
 achieved model GFLOP/s over the machine's float32 matmul peak, measured in the same run (before and
 after the models) as the best of TF's and PyTorch's square `matmul` (`--matmul_size`).
 
-TensorFlow turns its oneDNN kernels on by default only on some CPUs (not on the AMD EPYC of this
-project's machine); the header says what `TF_ENABLE_ONEDNN_OPTS` was, and running once with
-`TF_ENABLE_ONEDNN_OPTS=1` and once without compares the two (it applies to the keras-hub rows too).
+TensorFlow turns its oneDNN kernels on by default only on some CPUs; this benchmark, as the
+project's scripts, turns them on on any x86-64 CPU unless `TF_ENABLE_ONEDNN_OPTS` is set
+(`base/tensorflow_start.py`). The header says what the variable was; running once more with
+`TF_ENABLE_ONEDNN_OPTS=0` compares the two (it applies to the keras-hub rows too).
 
 Usage:
   python benchmarks/model_step.py [--shapes=base,minilm] [--steps=3] [--warmup_steps=1]
@@ -61,6 +62,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import keras  # pylint: disable=g-import-not-at-top
+import base  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (TF as the scripts start it)
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top

@@ -36,6 +36,7 @@ from absl import flags
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import numpy as np  # pylint: disable=g-import-not-at-top
+import base  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (TF as the scripts start it)
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from data import wikitext  # pylint: disable=g-import-not-at-top
