@@ -167,8 +167,9 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
   """The original-format sample text -> create_pretraining_data.py -> run_pretraining.py.
 
   A smaller budget than `make demo` (which reaches 1.0 / 1.0 in 400 steps): the losses must fall
-  and the masked-LM accuracy rise. (Runs are not seeded; some initialisations sit on a plateau
-  near the unigram loss for a while, so the bounds are loose.)
+  and the masked-LM accuracy rise. Seeded: unseeded, some initialisations sit on a plateau near
+  the unigram loss for a while, and in one CI run the next-sentence loss, learned within the
+  first 50 steps, averaged 0.468 over the last 50 against 0.422 over steps 2-50.
   """
   records = tmp_path / "sample.tfrecord"
   created = scripts.run_in_process(
@@ -181,7 +182,8 @@ def test_pretraining_on_the_sample_corpus_learns(tmp_path, sample_vocab):
   config = dict(TINY_CONFIG, vocab_size=vocab_size, hidden_size=128, intermediate_size=512)
   result = run_pretraining(tmp_path, "--do_train", "--num_train_steps=200", "--log_every_steps=50",
                            "--save_checkpoints_steps=200", "--train_batch_size=32",
-                           "--num_warmup_steps=20", config=config, records=f"{records}*")
+                           "--num_warmup_steps=20", "--seed=0", config=config,
+                           records=f"{records}*")
   assert result.returncode == 0, result.stderr[-3000:]
   # The original's usage for sharded outputs: the glob matches both shards and nothing else of
   # what create_pretraining_data.py wrote (its statistics file among them).
