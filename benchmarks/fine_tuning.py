@@ -87,11 +87,13 @@ Two parts, one run (`--parts` picks them):
 
 `--threads` sets TensorFlow's intra-op threads and `torch.set_num_threads` in part 1 and PyTorch's
 in part 2; `run_classifier.py` runs with TensorFlow's defaults (the core count).
+`--ours_inter_op_threads=1` makes ours' step run one op at a time (PyTorch's always do), so that
+`--profile`'s op times add up to the step instead of counting overlapping ops twice.
 
 Usage:
   python benchmarks/fine_tuning.py [--parts=step,mrpc] [--shapes=minilm,base]
       [--precisions=float32,bfloat16] [--batch_size=32] [--seq_length=128] [--steps=5]
-      [--warmup_steps=1] [--profile] [--profile_steps=3]
+      [--warmup_steps=1] [--ours_inter_op_threads=0] [--profile] [--profile_steps=3]
       [--mrpc_paddings=max_length,dynamic] [--mrpc_max_train_examples=0]
       [--shared_data=../shared/data] [--output_dir=/tmp/fine_tuning]
 """
@@ -140,6 +142,8 @@ PEAK_KERNELS = {"ours": "TF tf.linalg.matmul", "transformers": "PyTorch torch.ma
 REPLY = "@@fine_tuning@@ "
 # Op types per row printed by --profile.
 TOP_OP_TYPES = 12
+# --profile's matrix products: TensorFlow's (oneDNN's `_Mkl*MatMul*` or Eigen's) and PyTorch's.
+MATMUL_OP_TYPE = re.compile(r"MatMul|^aten::(mm|addmm|bmm|baddbmm)$")
 # Dynamic padding's bucket width, as `training.input_pipeline._BUCKET_WIDTH`.
 BUCKET_WIDTH = 16
 
@@ -152,6 +156,9 @@ flags.DEFINE_integer("seq_length", 128, "Step part: tokens per example; MRPC: ma
 flags.DEFINE_integer("steps", 5, "Step part: timed steps per row, interleaved; the median counts.")
 flags.DEFINE_integer("warmup_steps", 1, "Step part: untimed steps per row first (tracing).")
 flags.DEFINE_integer("threads", 2, "Intra-op threads of TensorFlow and PyTorch in this process.")
+flags.DEFINE_integer("ours_inter_op_threads", 0,
+                     "Step part: TensorFlow's inter-op threads (0: its default, the core count); "
+                     "1 runs ours' ops one at a time, so --profile's op times add up to the step.")
 flags.DEFINE_integer("peak_repeats", 3, "Timed matmuls per kernel and shape of the peak.")
 flags.DEFINE_float("pause_seconds", 0.5,
                    "Untimed pause before each timed step, so the previous row's thread pools "
@@ -444,8 +451,8 @@ def profile_row(row, trace_dir):
 
   Returns:
     dict: `phases` (`phase_seconds`), `traced_s` (wall seconds per traced step), `summed_s`
-    (op time summed per step) and `ops`, the `TOP_OP_TYPES` op types of most time as
-    `[op type, seconds per step, ops per step]`.
+    (op time summed per step), `matmul_s` (the part of it in `MATMUL_OP_TYPE` ops) and `ops`,
+    the `TOP_OP_TYPES` op types of most time as `[op type, seconds per step, ops per step]`.
   """
   phases = phase_seconds(row, FLAGS.profile_steps)
   if row.library == "ours":
@@ -455,6 +462,8 @@ def profile_row(row, trace_dir):
   top = sorted(op_types.items(), key=lambda item: -item[1][0])[:TOP_OP_TYPES]
   return {"phases": phases, "traced_s": wall,
           "summed_s": sum(seconds for seconds, _ in op_types.values()),
+          "matmul_s": sum(seconds for name, (seconds, _) in op_types.items()
+                          if MATMUL_OP_TYPE.search(name)),
           "ops": [[name, seconds, count] for name, (seconds, count) in top]}
 
 
@@ -473,6 +482,7 @@ def step_worker():
     import keras  # pylint: disable=g-import-not-at-top
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.ours_inter_op_threads)
   else:
     import torch  # pylint: disable=g-import-not-at-top
     torch.set_num_threads(FLAGS.threads)
@@ -524,6 +534,7 @@ class Worker:
         [sys.executable, os.path.abspath(__file__), f"--step_worker={library}",
          f"--step_bert_dir={bert_dir or ''}", f"--batch_size={FLAGS.batch_size}",
          f"--seq_length={FLAGS.seq_length}", f"--threads={FLAGS.threads}",
+         f"--ours_inter_op_threads={FLAGS.ours_inter_op_threads}",
          f"--peak_repeats={FLAGS.peak_repeats}", f"--pause_seconds={FLAGS.pause_seconds}",
          f"--profile_steps={FLAGS.profile_steps}",
          f"--output_dir={FLAGS.output_dir}"],
@@ -608,7 +619,8 @@ def run_step_part(output_dir):
   speed = {(r[0].name, r[1], r[2]): FLAGS.batch_size / r[3] for r in results}
   weights = "real" if bert_dir is not None else "random"
   print(f"\nTraining step: sentence-pair classifier, batch {FLAGS.batch_size}, seq "
-        f"{FLAGS.seq_length}, {FLAGS.threads} threads, {os.cpu_count()} cores; median of "
+        f"{FLAGS.seq_length}, {FLAGS.threads} threads, ours' inter-op threads "
+        f"{FLAGS.ours_inter_op_threads or 'default'}, {os.cpu_count()} cores; median of "
         f"{FLAGS.steps} interleaved steps after {FLAGS.warmup_steps} warm-up; forward, loss, "
         f"backward, update; {elapsed:.0f} s from the first peak to the last")
   print(f"{'shape':6s} {'weights':7s} {'row':18s} {'s/step':>7s} {'ex/s':>7s} "
@@ -647,11 +659,15 @@ def print_profiles(profiles):
   print(f"\nOp types by summed time per step over {FLAGS.profile_steps} traced steps (ours: "
         f"TensorFlow profiler, leaf ops of the host plane; transformers: torch.profiler self CPU "
         f"time); x: ops per step. Ops run side by side on the threads, so the sum can exceed "
-        f"the step")
+        f"the step (not with --ours_inter_op_threads=1); matrix products: the summed time of "
+        f"the matmul ops, and the model GFLOP/step over it")
   for (shape_name, precision), by_library in profiles.items():
+    flops = model_flops_per_step(shapes.SHAPES[shape_name], FLAGS.batch_size, FLAGS.seq_length)
     print(f"{shape_name} {SHORT[precision]}: " + "; ".join(
         f"{library} traced {profile['traced_s']:.3f} s/step, ops summed "
-        f"{profile['summed_s']:.3f} s" for library, profile in by_library.items()))
+        f"{profile['summed_s']:.3f} s, matrix products {profile['matmul_s']:.3f} s "
+        f"({flops / profile['matmul_s'] / 1e9:.1f} GFLOP/s)"
+        for library, profile in by_library.items()))
     columns = [profile["ops"] for profile in by_library.values()]
     print(" | ".join(f"  {library:36s} {'s/step':>6s} {'x':>5s}" for library in by_library))
     for index in range(max(len(ops) for ops in columns)):
