@@ -64,6 +64,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "examples"))
 
+import base  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (TF as the scripts start it)
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (the export's ops)
 

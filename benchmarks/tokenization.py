@@ -19,6 +19,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import base  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import  (TF as the scripts start it)
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from data import graph_tokenization  # pylint: disable=g-import-not-at-top

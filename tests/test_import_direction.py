@@ -76,6 +76,47 @@ def test_every_module_imports_only_downwards():
   assert not problems, "\n".join(problems)
 
 
+# Started first, TensorFlow would miss what `base` sets before importing it (the log level,
+# oneDNN on x86-64): a process must import `base`, or a package that imports it, first.
+STARTS_TENSORFLOW = {"tensorflow", "keras", "tensorflow_text"}
+
+
+def tensorflow_started_before_base(source):
+  """The first module-level import of `source` that starts TensorFlow before `base` or a
+  package that imports it; None when there is none."""
+  for node in ast.parse(source).body:
+    if isinstance(node, ast.Import):
+      names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+      names = [node.module]
+    else:
+      continue
+    for name in names:
+      if name.split(".")[0] in PACKAGES:
+        return None
+      if name.split(".")[0] in STARTS_TENSORFLOW:
+        return name
+  return None
+
+
+def test_the_start_checker_finds_tensorflow_before_base():
+  assert tensorflow_started_before_base("import os\nimport keras\nimport base\n") == "keras"
+  assert tensorflow_started_before_base("from tensorflow.tsl import x\nimport base\n")
+  assert tensorflow_started_before_base("import base\nimport tensorflow as tf\n") is None
+  assert tensorflow_started_before_base("from data import wikitext\nimport keras\n") is None
+  assert tensorflow_started_before_base("def f():\n  import tensorflow\n") is None
+
+
+def test_every_entry_point_starts_tensorflow_through_base():
+  entry_points = [path for pattern in ("*.py", "benchmarks/*.py", "examples/*.py")
+                  for path in sorted(REPO_ROOT.glob(pattern))
+                  if "__main__" in path.read_text()]
+  problems = [f"{path.relative_to(REPO_ROOT)}: imports {name} before base"
+              for path in entry_points
+              if (name := tensorflow_started_before_base(path.read_text()))]
+  assert len(entry_points) > 20 and not problems, "\n".join(problems)
+
+
 def test_no_script_imports_another_script():
   problems = [f"{path.name}: imports {name}"
               for path in sorted(REPO_ROOT.glob("*.py"))
