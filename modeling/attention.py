@@ -33,6 +33,12 @@ def attention_mask_adder(attention_mask, dtype=tf.float32):
   return (1.0 - mask[:, tf.newaxis]) * MASK_ADDER
 
 
+def real_token_rows(input_mask):
+  """int `[batch_size, seq_length]` input mask -> int64 `[num_tokens, 1]`, the rows of its real
+  tokens in `[batch_size * seq_length]`, in order."""
+  return tf.where(tf.not_equal(tf.reshape(input_mask, [-1]), 0))
+
+
 class PackedAttentionMask(keras.layers.Layer):
   """The block-diagonal attention mask of packed rows: a token attends only to the tokens of its
   own instance, so instances sharing a row do not see each other (no cross-contamination).
@@ -100,22 +106,32 @@ class SelfAttention(keras.layers.Layer):
       projection.build(input_shape)
     self.built = True
 
-  def call(self, hidden_states, mask_adder, training=False):
+  def call(self, hidden_states, mask_adder, training=False, token_rows=None):
     """Attends every position of `hidden_states` to every unmasked position.
 
     Args:
       hidden_states: float `[batch_size * seq_length, hidden_size]`, flattened to 2-D as the
-        original keeps it (a 2-D matmul is several times faster than a broadcast 3-D one on CPU).
+        original keeps it (a 2-D matmul is several times faster than a broadcast 3-D one on CPU);
+        with `token_rows`, `[num_tokens, hidden_size]`, the real tokens' rows alone.
       mask_adder: float `[batch_size, 1, 1 or seq_length, seq_length]` from
         `attention_mask_adder`.
       training: apply dropout.
+      token_rows: None, or int64 `[num_tokens, 1]`, the row of each row of `hidden_states` in
+        `[batch_size * seq_length]` (`real_token_rows`): the projections run on the real tokens
+        alone, and the scores between them with zeros in the padding's place.
 
     Returns:
       context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
-      projection).
+      projection), or `[num_tokens, hidden_size]` with `token_rows`.
     """
     batch_size = tf.shape(mask_adder)[0]
     seq_length = tf.shape(mask_adder)[3]
+
+    def padded(rows):
+      """`[num_tokens, H]` -> `[batch_size * seq_length, H]`, zeros at padding."""
+      if token_rows is None:
+        return rows
+      return tf.scatter_nd(token_rows, rows, [batch_size * seq_length, self.hidden_size])
 
     def split_heads(tensor):
       """`[batch_size * seq_length, H]` -> `[batch_size, A, seq_length, H / A]`."""
@@ -126,16 +142,17 @@ class SelfAttention(keras.layers.Layer):
     # Heads moved ahead of positions and two batched matmuls, as the original's
     # `transpose_for_scores`: with oneDNN on, the pretraining step at the Base shape is faster
     # than with the same contractions written as one `einsum` each (docs/benchmarks.md).
-    query = split_heads(self.query(hidden_states))
-    key = split_heads(self.key(hidden_states))
-    value = split_heads(self.value(hidden_states))
+    query = split_heads(padded(self.query(hidden_states)))
+    key = split_heads(padded(self.key(hidden_states)))
+    value = split_heads(padded(self.value(hidden_states)))
     scores = tf.matmul(query, key, transpose_b=True)
     scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
     scores += tf.cast(mask_adder, tf.float32)
     probabilities = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
     probabilities = self.dropout(probabilities, training=training)
     context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
-    return tf.reshape(context, [-1, self.hidden_size])
+    context = tf.reshape(context, [-1, self.hidden_size])
+    return context if token_rows is None else tf.gather_nd(context, token_rows)
 
   def get_config(self):
     config = super().get_config()

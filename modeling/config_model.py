@@ -16,3 +16,24 @@ class BertConfigModel(keras.Model):
   @classmethod
   def from_config(cls, config):
     return cls(**config)
+
+  def rebuilt(self, dtype_policy=None, **changes):
+    """The same class built from `get_config()` updated with `changes` (e.g.
+    `drop_padding=True`), under `dtype_policy` (default this model's), holding a copy of this
+    model's weights cast to its variables' dtypes.
+
+    Raises:
+      ValueError: the rebuilt model's variables differ in name or shape.
+    """
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(dtype_policy or self.dtype_policy)
+    try:
+      copy = type(self).from_config({**self.get_config(), **changes})
+    finally:
+      keras.mixed_precision.set_global_policy(previous)
+    for source, target in zip(self.weights, copy.weights, strict=True):
+      if source.path != target.path or source.shape != target.shape:
+        raise ValueError(f"the rebuilt {type(self).__name__} differs: {source.path} "
+                         f"{source.shape} against {target.path} {target.shape}")
+      target.assign(keras.ops.cast(source.value, target.dtype))
+    return copy

@@ -88,6 +88,9 @@ class BertEncoder(config_model.BertConfigModel):
     packed: take packed rows, several instances per row (`create_pretraining_data.py
       --pack_sequences`): positions restart and attention stays within each instance. The
       variables are the same either way.
+    drop_padding: compute the real tokens alone (`TransformerLayer`): `sequence_output` and
+      `encoder_outputs` hold zeros at padding, every other value is the same; not with `packed`.
+      For inference outside XLA (exports).
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):
@@ -121,9 +124,11 @@ class BertEncoder(config_model.BertConfigModel):
     TensorShape([2, 16])
   """
 
-  def __init__(self, config, packed=False, **kwargs):
+  def __init__(self, config, packed=False, drop_padding=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
+    if packed and drop_padding:
+      raise ValueError("drop_padding takes a padding mask; packed rows have none")
 
     # === Layers ===
     embeddings = embeddings_lib.BertEmbeddings(
@@ -143,6 +148,7 @@ class BertEncoder(config_model.BertConfigModel):
             hidden_dropout_prob=config.hidden_dropout_prob,
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
+            drop_padding=drop_padding,
             name=f"layer_{index}")
         for index in range(config.num_hidden_layers)
     ]
@@ -178,6 +184,7 @@ class BertEncoder(config_model.BertConfigModel):
     # === Config ===
     self.config = config
     self.packed = packed
+    self.drop_padding = drop_padding
     self.embeddings = embeddings
     self.transformer_layers = layers
     self.pooler = pooler
@@ -186,6 +193,8 @@ class BertEncoder(config_model.BertConfigModel):
     config = super().get_config()
     if self.packed:
       config["packed"] = True
+    if self.drop_padding:
+      config["drop_padding"] = True
     return config
 
   def get_embedding_table(self):

@@ -23,6 +23,9 @@ class TransformerLayer(keras.layers.Layer):
     hidden_dropout_prob: dropout on the two sub-layer outputs.
     attention_probs_dropout_prob: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
+    drop_padding: with a padding mask, run the projections, feed-forward and layer norms on the
+      real tokens alone and return zeros at padding (whose values only padding positions read);
+      for inference outside XLA (the number of real tokens is only known when the graph runs).
 
   Example:
     >>> import tensorflow as tf
@@ -34,7 +37,7 @@ class TransformerLayer(keras.layers.Layer):
 
   def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
-               **kwargs):
+               drop_padding=False, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -43,6 +46,7 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_prob = hidden_dropout_prob
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
+    self.drop_padding = drop_padding
 
     def dense(units, name, activation=None):
       return keras.layers.Dense(
@@ -84,14 +88,27 @@ class TransformerLayer(keras.layers.Layer):
         (`activations.get_training_activation`).
 
     Returns:
-      `[batch_size, seq_length, hidden_size]` in the compute dtype.
+      `[batch_size, seq_length, hidden_size]` in the compute dtype (zeros at padding with
+      `drop_padding`).
     """
     shape = tf.shape(hidden_states)
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
     layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
     mask_adder = attention.attention_mask_adder(attention_mask)
-    context = self.self_attention(layer_input, mask_adder, training=training)
+    if not (self.drop_padding and attention_mask.shape.rank == 2):
+      return tf.reshape(self._dense_part(layer_input, mask_adder, None, training), shape)
+    token_rows = attention.real_token_rows(attention_mask)
+    layer_output = self._dense_part(tf.gather_nd(layer_input, token_rows), mask_adder, token_rows,
+                                    training)
+    return tf.reshape(
+        tf.scatter_nd(token_rows, layer_output, [shape[0] * shape[1], self.hidden_size]), shape)
+
+  def _dense_part(self, layer_input, mask_adder, token_rows, training):
+    """The layer on the rows of `layer_input` `[rows, hidden_size]` (every position, or the
+    real tokens' with `token_rows`, see `SelfAttention.call`) -> `[rows, hidden_size]`."""
+    context = self.self_attention(layer_input, mask_adder, training=training,
+                                  token_rows=token_rows)
     attention_output = self.attention_dropout(self.attention_output_dense(context),
                                               training=training)
     attention_output = tf.cast(self.attention_layer_norm(attention_output + layer_input),
@@ -99,9 +116,7 @@ class TransformerLayer(keras.layers.Layer):
     activation = self.training_activation if training else self.activation
     intermediate = activation(self.intermediate_dense(attention_output))
     layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
-    layer_output = tf.cast(self.output_layer_norm(layer_output + attention_output),
-                           self.compute_dtype)
-    return tf.reshape(layer_output, shape)
+    return tf.cast(self.output_layer_norm(layer_output + attention_output), self.compute_dtype)
 
   def get_config(self):
     config = super().get_config()
@@ -113,5 +128,6 @@ class TransformerLayer(keras.layers.Layer):
         "hidden_dropout_prob": self.hidden_dropout_prob,
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
+        "drop_padding": self.drop_padding,
     })
     return config

@@ -48,17 +48,10 @@ def model_in_precision(model, precision):
 
   Returns:
     `model` itself when it computes in `precision` already (its dtype policy is the
-    precision's); else the same class built from its config under `compute_policy(precision)`,
-    holding a copy of `model`'s weights (cast to its variables' dtypes). A model trained under
+    precision's); else `model.rebuilt` under the precision's policy: the same class holding a
+    copy of `model`'s weights (cast to its variables' dtypes). A model trained under
     mixed_float16 or mixed_bfloat16 is thus exported in float32 unless asked otherwise.
   """
   if model.dtype_policy.name == POLICIES[precision]:
     return model
-  with compute_policy(precision):
-    copy = type(model).from_config(model.get_config())
-  for source, target in zip(model.weights, copy.weights, strict=True):
-    if source.path != target.path or source.shape != target.shape:
-      raise ValueError(f"the rebuilt {type(model).__name__} differs: {source.path} "
-                       f"{source.shape} against {target.path} {target.shape}")
-    target.assign(keras.ops.cast(source.value, target.dtype))
-  return copy
+  return model.rebuilt(POLICIES[precision])

@@ -13,6 +13,10 @@ from tensorflow.core.protobuf import saved_model_pb2
 from data import graph_packing
 from data import sequence_pairs
 from data import tokenization
+from modeling import bert_config as bert_config_lib
+from modeling import classifier_model
+from tasks import classifier
+from tasks.classification import server as classifier_server
 from tests import saved_model_cli
 from tests import scripts
 from tests import xla_functions
@@ -73,6 +77,20 @@ print(json.dumps({"empty_shapes": {k: v.shape.as_list() for k, v in empty.items(
                   "ids_probabilities": ids["probabilities"].numpy().tolist(),
                   "bad_labels": [x.decode() for x in bad["label"].numpy()]}))
 """
+
+
+def test_the_served_classifier_computes_the_real_tokens_alone_and_answers_the_same(tiny_model):
+  vocab_file, config_file = tiny_model
+  model = classifier_model.BertClassifier(bert_config_lib.BertConfig.from_json_file(config_file),
+                                          num_outputs=3)
+  server = classifier_server.ClassifierServer(model, vocab_file, True, ["a", "b", "c"],
+                                              classifier.CLASSIFICATION, 16, has_pairs=False)
+  assert server.model.drop_padding and not model.drop_padding  # a copy; the model is unchanged
+  ids = tf.constant([[2, 7, 8, 9, 3, 0, 0, 0], [2, 5, 3, 0, 0, 0, 0, 0], [2, 6, 6, 6, 6, 6, 6, 3]])
+  inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
+            "segment_ids": tf.zeros_like(ids)}
+  np.testing.assert_allclose(server.predict_ids(**inputs)["logits"].numpy(),
+                             model(inputs).numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize("pairs", [False, True])

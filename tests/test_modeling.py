@@ -345,6 +345,35 @@ def test_padding_does_not_change_the_real_tokens_outputs():
   np.testing.assert_array_equal(long["encoder_outputs"][-1], long["sequence_output"])
 
 
+@pytest.mark.parametrize("policy, tolerance", [("float32", 1e-5), ("bfloat16", 0.02)])
+def test_an_encoder_that_drops_padding_gives_the_same_outputs_at_the_real_tokens(policy,
+                                                                               tolerance):
+  keras.mixed_precision.set_global_policy(policy)
+  encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
+  dropping = encoder.rebuilt(drop_padding=True)
+  features = _tiny_features(batch_size=4, seq_length=12)
+  features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  features["input_mask"][-1] = 1  # a row without padding beside padded ones
+  padded, dropped = encoder(features), dropping(features)
+  real = features["input_mask"].astype(bool)
+  assert not real.all()
+  for name in ("sequence_output", "embedding_output"):
+    np.testing.assert_allclose(tf.cast(dropped[name], tf.float32).numpy()[real],
+                               tf.cast(padded[name], tf.float32).numpy()[real], atol=tolerance)
+  np.testing.assert_allclose(tf.cast(dropped["pooled_output"], tf.float32),
+                             tf.cast(padded["pooled_output"], tf.float32), atol=tolerance)
+  assert not np.any(tf.cast(dropped["sequence_output"], tf.float32).numpy()[~real])
+  # Every layer computes the real tokens alone; an encoder without the option is unchanged.
+  assert all(layer.drop_padding for layer in dropping.transformer_layers)
+  assert not any(layer.drop_padding for layer in encoder.transformer_layers)
+  assert dropping.get_config()["drop_padding"] and "drop_padding" not in encoder.get_config()
+
+
+def test_drop_padding_is_refused_with_packed_rows():
+  with pytest.raises(ValueError, match="drop_padding takes a padding mask"):
+    encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY), packed=True, drop_padding=True)
+
+
 def test_dropout_is_active_only_when_training():
   model = pretraining_model.BertPretrainingModel(bert_config_lib.BertConfig(**TINY))
   features = _tiny_features()
