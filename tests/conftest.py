@@ -23,6 +23,13 @@ from data import tokenization
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
+# Child processes inherit the environment: `tests/runtime_only/sitecustomize.py` hides the
+# test-only packages from each of them.
+RUNTIME_ONLY_DIR = REPO_ROOT / "tests" / "runtime_only"
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(RUNTIME_ONLY_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+# PYTHONPATH of a child that imports the project's packages from any working directory.
+CHILD_PYTHONPATH = os.pathsep.join([str(RUNTIME_ONLY_DIR), str(REPO_ROOT)])
 
 
 def _shared_data_dir():

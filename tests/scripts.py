@@ -29,6 +29,7 @@ from tasks.pretraining.config import PretrainingDataConfig
 from tasks.squad.config import SquadConfig
 from tasks.vocab import runner as vocab_runner
 from tasks.vocab.config import LearnVocabConfig
+from tests.conftest import CHILD_PYTHONPATH
 from tests.conftest import REPO_ROOT
 
 # script -> (its config class, its run function): what `run_in_process` calls.
@@ -62,7 +63,7 @@ TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"
 def child_env(**extra):
   """The environment of a child process: the repository importable, TensorFlow's C++ logs quiet,
   no TF_CONFIG inherited from the test's environment; then `extra`."""
-  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+  env = dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH, TF_CPP_MIN_LOG_LEVEL="2")
   env.pop("TF_CONFIG", None)
   env.update(extra)
   return env

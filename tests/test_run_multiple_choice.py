@@ -122,13 +122,14 @@ def test_a_tiny_model_from_scratch_learns_which_choice_fits_the_context(topic_ru
 def test_the_same_seed_repeats_a_run_exactly(tiny_model, topic_run, tmp_path):
   _, data_dir, _ = topic_run
   results = []
-  for run in range(2):
-    output_dir = tmp_path / f"run{run}"
-    # Each run a process of its own, as a user repeats one.
+  # One run in this process, after others, and one in a process of its own, as a user repeats
+  # a run: nothing but the flags may decide the result.
+  for in_process in (True, False):
+    output_dir = tmp_path / f"in_process_{in_process}"
     result = run_task(tiny_model, "jsonl", data_dir, output_dir, "--do_train", "--do_eval",
                       "--max_seq_length=16", "--train_batch_size=16", "--num_train_epochs=0.2",
                       "--learning_rate=1e-3", "--steps_per_loop=25", "--seed=7",
-                      run=scripts.fine_tuning_runner("run_multiple_choice.py", in_process=False))
+                      run=scripts.fine_tuning_runner("run_multiple_choice.py", in_process))
     assert result.returncode == 0, result.stderr[-3000:]
     results.append(scripts.read_eval_results(output_dir / "eval_results.txt"))
   # Two such runs of 125 steps ended at eval losses 0.42 and 0.49 unseeded, 0.80 and 1.07 seeded

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from modeling import checkpoint_io
 from tests import scripts
+from tests.conftest import CHILD_PYTHONPATH
 from tests.conftest import REPO_ROOT
 from tests.conftest import SAMPLES_DIR
 from tests.pretraining_records import write_records
@@ -153,7 +154,7 @@ def test_two_replicas_give_the_losses_of_one_device(tmp_path):
   result = subprocess.run(
       [sys.executable, "-c", TWO_REPLICA_SCRIPT, str(records), str(tmp_path), json.dumps(config)],
       capture_output=True, text=True, cwd=REPO_ROOT,
-      env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+      env=dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH))
   assert result.returncode == 0, result.stderr[-3000:]
   losses = json.loads(result.stdout.split("LOSSES ")[1])
   one, two = np.array(losses["one_device"]), np.array(losses["mirrored"])

@@ -1,7 +1,6 @@
 """Bad input stops a runner before training with a one-line error naming what is wrong."""
 
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -10,15 +9,16 @@ import tensorflow as tf
 import pytest
 
 from data import schemas
+from tests.conftest import CHILD_PYTHONPATH
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOY_RUNNER = REPO_ROOT / "tests" / "toy_runner.py"
 
 
 def _run_toy(*args):
-  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+  env = dict(os.environ, PYTHONPATH=CHILD_PYTHONPATH, TF_CPP_MIN_LOG_LEVEL="2")
   return subprocess.run([sys.executable, str(TOY_RUNNER), "--distribution_strategy=one_device",
                          *args], capture_output=True, text=True, timeout=120, env=env,
                         cwd=REPO_ROOT)

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from base import tensorflow_start
+from tests.conftest import CHILD_PYTHONPATH
 from tests.conftest import REPO_ROOT
 
 # Lines TensorFlow 2.21 prints on a CPU machine, as it prints them.
@@ -45,7 +46,7 @@ LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages befor
 def test_a_process_starts_quietly_with_onednn_unless_the_user_asks_otherwise():
   env = {key: value for key, value in os.environ.items()
          if key not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
-  env["PYTHONPATH"] = str(REPO_ROOT)
+  env["PYTHONPATH"] = CHILD_PYTHONPATH
   quiet = subprocess.run([sys.executable, "-c", STARTS_TENSORFLOW], capture_output=True,
                          text=True, env=env, check=True)
   assert "started" in quiet.stderr
