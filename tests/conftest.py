@@ -23,13 +23,20 @@ from data import tokenization
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
-# Child processes inherit the environment: `tests/runtime_only/sitecustomize.py` hides the
-# test-only packages from each of them.
+# `tests/runtime_only/sitecustomize.py` hides the test-only packages from the processes the tests
+# start (`runtime_only_children`).
 RUNTIME_ONLY_DIR = REPO_ROOT / "tests" / "runtime_only"
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(RUNTIME_ONLY_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 # PYTHONPATH of a child that imports the project's packages from any working directory.
 CHILD_PYTHONPATH = os.pathsep.join([str(RUNTIME_ONLY_DIR), str(REPO_ROOT)])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def runtime_only_children():
+  """Puts `RUNTIME_ONLY_DIR` first on the PYTHONPATH the tests' child processes inherit; set here,
+  in the process that runs the tests, so that pytest-xdist's workers keep the test-only packages."""
+  os.environ["PYTHONPATH"] = os.pathsep.join(
+      [str(RUNTIME_ONLY_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                 if p])
 
 
 def _shared_data_dir():
