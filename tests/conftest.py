@@ -39,6 +39,14 @@ def runtime_only_children():
                                  if p])
 
 
+def pytest_collection_modifyitems(items):
+  """Modules with `slow` tests first, each module's tests in their order: pytest-xdist's `--dist
+  loadfile` hands modules out in this order, so the workers end on short unit modules together
+  instead of one waiting for the other's last long one."""
+  slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+  items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_modules)
+
+
 def _shared_data_dir():
   return pathlib.Path(os.environ.get("BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
