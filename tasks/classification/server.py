@@ -22,8 +22,8 @@ class ClassifierServer(servable.Servable):
   ","); regression `value` float32 `[batch_size]`. `logits` always.
 
   The served model computes the real tokens alone (`BertClassifier(drop_padding=True)`, a copy
-  of `model`): a batch's padding to its longest input costs nothing in the encoder's matrix
-  products, and the outputs are the same.
+  of `model`): a batch's padding to its longest input costs nothing in the encoder's dense layers
+  (the attention still spans the padded length), and the outputs are the same.
 
   Args:
     model: a built `BertClassifier` holding the weights to export.
