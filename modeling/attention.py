@@ -33,12 +33,6 @@ def attention_mask_adder(attention_mask, dtype=tf.float32):
   return (1.0 - mask[:, tf.newaxis]) * MASK_ADDER
 
 
-def real_token_rows(input_mask):
-  """int `[batch_size, seq_length]` input mask -> int64 `[num_tokens, 1]`, the rows of its real
-  tokens in `[batch_size * seq_length]`, in order."""
-  return tf.where(tf.not_equal(tf.reshape(input_mask, [-1]), 0))
-
-
 class PackedAttentionMask(keras.layers.Layer):
   """The block-diagonal attention mask of packed rows: a token attends only to the tokens of its
   own instance, so instances sharing a row do not see each other (no cross-contamination).
@@ -117,7 +111,7 @@ class SelfAttention(keras.layers.Layer):
         `attention_mask_adder`.
       training: apply dropout.
       token_rows: None, or int64 `[num_tokens, 1]`, the row of each row of `hidden_states` in
-        `[batch_size * seq_length]` (`real_token_rows`): the projections run on the real tokens
+        `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the real tokens
         alone, and the scores between them with zeros in the padding's place.
 
     Returns:

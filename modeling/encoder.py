@@ -9,6 +9,7 @@ from modeling import attention
 from modeling import bert_config as bert_config_lib
 from modeling import config_model
 from modeling import embeddings as embeddings_lib
+from modeling import token_rows as token_rows_lib
 from modeling import transformer_layer
 from modeling import variable_names
 
@@ -88,8 +89,8 @@ class BertEncoder(config_model.BertConfigModel):
     packed: take packed rows, several instances per row (`create_pretraining_data.py
       --pack_sequences`): positions restart and attention stays within each instance. The
       variables are the same either way.
-    drop_padding: compute the real tokens alone (`TransformerLayer`): `sequence_output` and
-      `encoder_outputs` hold zeros at padding, every other value is the same; not with `packed`.
+    drop_padding: run the layers on the real tokens alone (`token_rows`, `TransformerLayer`):
+      `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the same; not with `packed`.
       For inference outside XLA (exports).
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
@@ -148,7 +149,6 @@ class BertEncoder(config_model.BertConfigModel):
             hidden_dropout_prob=config.hidden_dropout_prob,
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
-            drop_padding=drop_padding,
             name=f"layer_{index}")
         for index in range(config.num_hidden_layers)
     ]
@@ -167,18 +167,31 @@ class BertEncoder(config_model.BertConfigModel):
     else:
       embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
       attention_mask = inputs["input_mask"]
-    hidden_states = embedding_output
-    encoder_outputs = []
-    for layer in layers:
-      hidden_states = layer(hidden_states, attention_mask)
-      encoder_outputs.append(hidden_states)
+    if drop_padding:
+      # The real tokens' rows are found once; the layers pass them on packed as
+      # `[num_tokens, hidden_size]`, laid out with padding only for the outputs.
+      token_rows = token_rows_lib.RealTokenRows(name="real_token_rows")(attention_mask)
+      scatter = token_rows_lib.ScatterTokenRows(name="scatter_token_rows")
+      token_states = token_rows_lib.GatherTokenRows(name="gather_token_rows")(embedding_output,
+                                                                              token_rows)
+      encoder_outputs = []
+      for layer in layers:
+        token_states = layer(token_states, attention_mask, token_rows)
+        encoder_outputs.append(scatter(token_states, token_rows, attention_mask))
+    else:
+      hidden_states = embedding_output
+      encoder_outputs = []
+      for layer in layers:
+        hidden_states = layer(hidden_states, attention_mask)
+        encoder_outputs.append(hidden_states)
+    sequence_output = encoder_outputs[-1]
     outputs = {
-        "sequence_output": hidden_states,
+        "sequence_output": sequence_output,
         "encoder_outputs": encoder_outputs,
         "embedding_output": embedding_output,
     }
     if not packed:
-      outputs["pooled_output"] = pooler(hidden_states)
+      outputs["pooled_output"] = pooler(sequence_output)
     super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     # === Config ===

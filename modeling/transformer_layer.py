@@ -23,9 +23,6 @@ class TransformerLayer(keras.layers.Layer):
     hidden_dropout_prob: dropout on the two sub-layer outputs.
     attention_probs_dropout_prob: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
-    drop_padding: with a padding mask, run the projections, feed-forward and layer norms on the
-      real tokens alone and return zeros at padding (whose values only padding positions read);
-      for inference outside XLA (the number of real tokens is only known when the graph runs).
 
   Example:
     >>> import tensorflow as tf
@@ -37,7 +34,7 @@ class TransformerLayer(keras.layers.Layer):
 
   def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
-               drop_padding=False, **kwargs):
+               **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -46,7 +43,6 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_prob = hidden_dropout_prob
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
-    self.drop_padding = drop_padding
 
     def dense(units, name, activation=None):
       return keras.layers.Dense(
@@ -76,33 +72,34 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(hidden_shape)
     self.built = True
 
-  def call(self, hidden_states, attention_mask, training=False):
+  def call(self, hidden_states, attention_mask, token_rows=None, training=False):
     """Runs the layer.
 
     Args:
-      hidden_states: float `[batch_size, seq_length, hidden_size]`.
+      hidden_states: float `[batch_size, seq_length, hidden_size]`; or, with `token_rows`,
+        `[num_tokens, hidden_size]`, the real tokens' rows alone.
       attention_mask: int `[batch_size, seq_length]`, 1 for real tokens, 0 for padding (the
         original's input mask); or int `[batch_size, seq_length, seq_length]`, which positions
         each position attends to (`attention.PackedAttentionMask`).
+      token_rows: None, or int64 `[num_tokens, 1]` (`token_rows.RealTokenRows` of a 2-D
+        `attention_mask`): the projections, feed-forward and layer norms run on the real tokens
+        alone. For inference outside XLA (the number of real tokens is only known when the graph
+        runs).
       training: apply dropout, and run the GELU as its XLA-compiled training form
         (`activations.get_training_activation`).
 
     Returns:
-      `[batch_size, seq_length, hidden_size]` in the compute dtype (zeros at padding with
-      `drop_padding`).
+      `[batch_size, seq_length, hidden_size]`, or `[num_tokens, hidden_size]` with `token_rows`,
+      in the compute dtype.
     """
-    shape = tf.shape(hidden_states)
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
     layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
-    mask_adder = attention.attention_mask_adder(attention_mask)
-    if not (self.drop_padding and attention_mask.shape.rank == 2):
-      return tf.reshape(self._dense_part(layer_input, mask_adder, None, training), shape)
-    token_rows = attention.real_token_rows(attention_mask)
-    layer_output = self._dense_part(tf.gather_nd(layer_input, token_rows), mask_adder, token_rows,
-                                    training)
-    return tf.reshape(
-        tf.scatter_nd(token_rows, layer_output, [shape[0] * shape[1], self.hidden_size]), shape)
+    layer_output = self._dense_part(layer_input, attention.attention_mask_adder(attention_mask),
+                                    token_rows, training)
+    if token_rows is None:
+      layer_output = tf.reshape(layer_output, tf.shape(hidden_states))
+    return layer_output
 
   def _dense_part(self, layer_input, mask_adder, token_rows, training):
     """The layer on the rows of `layer_input` `[rows, hidden_size]` (every position, or the
@@ -128,6 +125,5 @@ class TransformerLayer(keras.layers.Layer):
         "hidden_dropout_prob": self.hidden_dropout_prob,
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
-        "drop_padding": self.drop_padding,
     })
     return config

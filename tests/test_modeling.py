@@ -357,15 +357,20 @@ def test_an_encoder_that_drops_padding_gives_the_same_outputs_at_the_real_tokens
   padded, dropped = encoder(features), dropping(features)
   real = features["input_mask"].astype(bool)
   assert not real.all()
-  for name in ("sequence_output", "embedding_output"):
-    np.testing.assert_allclose(tf.cast(dropped[name], tf.float32).numpy()[real],
-                               tf.cast(padded[name], tf.float32).numpy()[real], atol=tolerance)
-  np.testing.assert_allclose(tf.cast(dropped["pooled_output"], tf.float32),
-                             tf.cast(padded["pooled_output"], tf.float32), atol=tolerance)
-  assert not np.any(tf.cast(dropped["sequence_output"], tf.float32).numpy()[~real])
-  # Every layer computes the real tokens alone; an encoder without the option is unchanged.
-  assert all(layer.drop_padding for layer in dropping.transformer_layers)
-  assert not any(layer.drop_padding for layer in encoder.transformer_layers)
+  def numpy(tensor):
+    return tf.cast(tensor, tf.float32).numpy()
+
+  layer_pairs = [(dropped[name], padded[name]) for name in ("sequence_output", "embedding_output")]
+  layer_pairs += zip(dropped["encoder_outputs"], padded["encoder_outputs"])
+  for dropped_output, padded_output in layer_pairs:
+    np.testing.assert_allclose(numpy(dropped_output)[real], numpy(padded_output)[real],
+                               atol=tolerance)
+  np.testing.assert_allclose(numpy(dropped["pooled_output"]), numpy(padded["pooled_output"]),
+                             atol=tolerance)
+  # Every layer's output is laid out with zeros at padding; without the option it is not.
+  for layer_output in dropped["encoder_outputs"]:
+    assert not np.any(numpy(layer_output)[~real])
+  assert np.all(np.any(numpy(padded["sequence_output"])[~real], axis=-1))
   assert dropping.get_config()["drop_padding"] and "drop_padding" not in encoder.get_config()
 
 

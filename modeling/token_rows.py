@@ -1,0 +1,46 @@
+"""The real tokens' rows of a padded batch: find them once, gather them, scatter them back.
+
+An encoder built with `drop_padding` runs its layers on `[num_tokens, hidden_size]`, the real
+tokens alone, and lays them out as `[batch_size, seq_length, hidden_size]` only for its outputs.
+"""
+
+import keras
+import tensorflow as tf
+
+
+class RealTokenRows(keras.layers.Layer):
+  """int `[batch_size, seq_length]` input mask -> int64 `[num_tokens, 1]`, the rows of its real
+  tokens in `[batch_size * seq_length]`, in order.
+
+  Example:
+    >>> import tensorflow as tf
+    >>> from modeling import token_rows as token_rows_lib
+    >>> token_rows_lib.RealTokenRows()(tf.constant([[1, 1, 0], [1, 0, 0]])).numpy()[:, 0]
+    array([0, 1, 3])
+  """
+
+  def call(self, input_mask):
+    return tf.where(tf.not_equal(tf.reshape(input_mask, [-1]), 0))
+
+
+class GatherTokenRows(keras.layers.Layer):
+  """`[batch_size, seq_length, hidden_size]` -> `[num_tokens, hidden_size]`, the real tokens'."""
+
+  def call(self, hidden_states, token_rows):
+    """Args: hidden_states `[batch_size, seq_length, hidden_size]`; token_rows int64
+    `[num_tokens, 1]` (`RealTokenRows`). Returns `[num_tokens, hidden_size]`."""
+    hidden_size = hidden_states.shape[-1]
+    return tf.gather_nd(tf.reshape(hidden_states, [-1, hidden_size]), token_rows)
+
+
+class ScatterTokenRows(keras.layers.Layer):
+  """`[num_tokens, hidden_size]` -> `[batch_size, seq_length, hidden_size]`, zeros at padding."""
+
+  def call(self, token_states, token_rows, input_mask):
+    """Args: token_states `[num_tokens, hidden_size]`; token_rows int64 `[num_tokens, 1]`
+    (`RealTokenRows`); input_mask int `[batch_size, seq_length]`, for the shape.
+    Returns `[batch_size, seq_length, hidden_size]`."""
+    batch_size, seq_length = tf.unstack(tf.shape(input_mask))
+    hidden_size = token_states.shape[-1]
+    rows = tf.scatter_nd(token_rows, token_states, [batch_size * seq_length, hidden_size])
+    return tf.reshape(rows, [batch_size, seq_length, hidden_size])
