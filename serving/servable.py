@@ -5,24 +5,20 @@ import tensorflow as tf
 from data import graph_tokenization
 from data import tokenization
 from modeling import keras_variables
-from serving import frozen_model
 
 # Signature inputs: texts `[batch_size]`, token ids `[batch_size, seq_length]`.
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
-# What an encoder-based model is called with (`modeling.encoder.ENCODER_INPUTS`).
-IDS_INPUTS = {name: IDS_SPEC for name in ("input_ids", "input_mask", "segment_ids")}
 
 
 class Servable(tf.Module):
   """Base of the task servers: a fine-tuned model, its vocab and casing, and its tokenizer.
 
   Attributes:
-    model: the Keras model holding the weights to export, or a `frozen_model.FrozenModel`
-      (weights as constants in the signatures' graph).
-    model_variables: a Keras model's underlying tf.Variables, listed so that the TF1-style loader
-      of TensorFlow Serving and saved_model_cli restores them (a Keras 3 model alone is restored
-      only by tf.saved_model.load; keras-team/keras#20095); none for a `FrozenModel`.
+    model: the Keras model holding the weights to export.
+    model_variables: its underlying tf.Variables, listed so that the TF1-style loader of
+      TensorFlow Serving and saved_model_cli restores them (a Keras 3 model alone is restored only
+      by tf.saved_model.load; keras-team/keras#20095).
     tokenizer: a `GraphTokenizer` (only `with_text`).
     vocab_file: the vocab, copied into the SavedModel's assets.
     do_lower_case: its casing, a bool variable in the SavedModel.
@@ -38,8 +34,7 @@ class Servable(tf.Module):
   def __init__(self, name, model, vocab_file, do_lower_case, with_text):
     super().__init__(name=name)
     self.model = model
-    self.model_variables = ([] if isinstance(model, frozen_model.FrozenModel) else
-                            [keras_variables.as_tf_variable(v) for v in model.weights])
+    self.model_variables = [keras_variables.as_tf_variable(v) for v in model.weights]
     self.with_text = with_text
     if with_text:
       self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)

@@ -36,7 +36,6 @@ RELATIVE_TOLERANCE = 3e-2
 PROBABILITY_TOLERANCE = 2e-2
 ENCODER_LENGTH = 24
 MATMUL_OPS = ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
-FLOAT_TYPES = (types_pb2.DT_FLOAT, types_pb2.DT_BFLOAT16, types_pb2.DT_HALF)
 # On a processor without bfloat16 dot products a bfloat16 export is refused unless forced; the
 # export tests force it there (an export made for another machine) to check what it holds.
 FORCE_ON_THIS_PROCESSOR = (() if cpu_features.has_bfloat16_dot_product()
@@ -91,19 +90,6 @@ def matmul_dtypes(export_path):
           for node in function.node_def if node.op in MATMUL_OPS}
 
 
-def weight_constant_dtypes(export_path):
-  """{name: dtype} of the floating-point constants of more than one value in a SavedModel's
-  functions: a frozen model's weights."""
-  with open(f"{export_path}/saved_model.pb", "rb") as f:
-    saved_model = saved_model_pb2.SavedModel.FromString(f.read())
-  return {node.name: types_pb2.DataType.Name(node.attr["dtype"].type)
-          for meta_graph in saved_model.meta_graphs
-          for function in meta_graph.graph_def.library.function
-          for node in function.node_def
-          if node.op == "Const" and node.attr["dtype"].type in FLOAT_TYPES
-          and np.prod([dim.size for dim in node.attr["value"].tensor.tensor_shape.dim]) > 1}
-
-
 def relative_error(values, reference):
   """The largest difference of `values` from `reference` (float arrays of one shape), over the
   largest magnitude of `reference`."""
@@ -125,12 +111,13 @@ def test_the_bfloat16_export_has_the_float32_exports_signatures(classifier_expor
 def test_the_bfloat16_export_multiplies_in_bfloat16(classifier_exports):
   assert matmul_dtypes(classifier_exports["float32"][0]) == {"DT_FLOAT"}
   assert "DT_BFLOAT16" in matmul_dtypes(classifier_exports["bfloat16"][0])
-  # Its weights (constants of the frozen graph) are stored in bfloat16 (no cast per call), but
-  # the layer norms'.
-  weight_dtypes = weight_constant_dtypes(classifier_exports["bfloat16"][0])
-  float32_names = {name for name, dtype in weight_dtypes.items() if dtype == "DT_FLOAT"}
+  # Its weights are stored in bfloat16 (no cast per call), but the layer norms'.
+  dtypes = tf.train.load_checkpoint(
+      f"{classifier_exports['bfloat16'][0]}/variables/variables").get_variable_to_dtype_map()
+  model_dtypes = {name: dtype for name, dtype in dtypes.items() if name.startswith("model/")}
+  float32_names = {name for name, dtype in model_dtypes.items() if dtype == tf.float32}
   assert float32_names and all("norm" in name.lower() for name in float32_names), float32_names
-  assert set(weight_dtypes.values()) == {"DT_FLOAT", "DT_BFLOAT16"}
+  assert set(model_dtypes.values()) == {tf.float32, tf.bfloat16}
 
 
 @pytest.mark.slow  # whole runs

@@ -3,7 +3,6 @@
 import tensorflow as tf
 
 from data import graph_packing
-from serving import frozen_model
 from serving import servable
 from tasks import classifier
 
@@ -22,11 +21,9 @@ class ClassifierServer(servable.Servable):
   `[batch_size]`; multi-label `probabilities` (sigmoid) and `labels` (predicted labels joined by
   ","); regression `value` float32 `[batch_size]`. `logits` always.
 
-  The served model is a copy of `model` that computes the real tokens alone
-  (`BertClassifier(drop_padding=True)`: a batch's padding to its longest input costs nothing in
-  the encoder's dense layers; the attention still spans the padded length), frozen
-  (`frozen_model.FrozenModel`: its weights are constants of the graph, the SavedModel holds no
-  model variables). The outputs are the same.
+  The served model computes the real tokens alone (`BertClassifier(drop_padding=True)`, a copy
+  of `model`): a batch's padding to its longest input costs nothing in the encoder's dense layers
+  (the attention still spans the padded length), and the outputs are the same.
 
   Args:
     model: a built `BertClassifier` holding the weights to export.
@@ -49,7 +46,6 @@ class ClassifierServer(servable.Servable):
                has_pairs, with_text=True):
     if not model.drop_padding:
       model = model.rebuilt(drop_padding=True)
-    model = frozen_model.FrozenModel(model, servable.IDS_INPUTS)
     super().__init__("classifier_server", model, vocab_file, do_lower_case, with_text)
     self.label_names = tf.constant(list(label_list) or [""], tf.string)
     self.kind = kind
@@ -58,7 +54,7 @@ class ClassifierServer(servable.Servable):
 
   def _outputs(self, input_ids, input_mask, segment_ids):
     logits = tf.cast(self.model({"input_ids": input_ids, "input_mask": input_mask,
-                                 "segment_ids": segment_ids}), tf.float32)
+                                 "segment_ids": segment_ids}, training=False), tf.float32)
     if self.kind == classifier.REGRESSION:
       return {"value": logits[:, 0], "logits": logits}
     if self.kind == classifier.MULTI_LABEL:
