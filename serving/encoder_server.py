@@ -9,8 +9,8 @@ import tensorflow as tf
 from data import graph_packing
 from data import graph_tokenization
 from data import tokenization
-from modeling import keras_variables
 from modeling import sentence_pooling
+from serving import servable
 
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -60,13 +60,12 @@ class EncoderServer(tf.Module):
     if pooling not in sentence_pooling.POOLING_METHODS:
       raise ValueError(f"pooling must be one of {sentence_pooling.POOLING_METHODS}, got "
                        f"{pooling!r}")
-    self.encoder = encoder
-    self.masked_lm = masked_lm
-    layers = [encoder] + ([masked_lm] if masked_lm is not None else [])
+    servable.set_untracked(self, "encoder", encoder)
+    servable.set_untracked(self, "masked_lm", masked_lm)
     # Listed so that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them
-    # (see `ClassifierServer`); the head shares the word-embedding table, listed once.
-    self.model_variables = list({id(v): keras_variables.as_tf_variable(v)
-                                 for layer in layers for v in layer.weights}.values())
+    # (see `servable.Servable`); the head shares the word-embedding table, listed once.
+    self.model_variables = servable.model_variables(
+        encoder, *([masked_lm] if masked_lm is not None else []))
     self.with_text = with_text
     if with_text:
       self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)

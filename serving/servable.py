@@ -11,14 +11,39 @@ TEXT_SPEC = tf.TensorSpec([None], tf.string)
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
 
 
+@tf.__internal__.tracking.no_automatic_dependency_tracking
+def set_untracked(module, name, value):
+  """Sets `module.name = value` without making `value` part of what `module` saves.
+
+  A server lists its model's tf.Variables (`model_variables`); tracking the Keras model too
+  saves every weight a second time, under its Keras variable, and doubles the SavedModel.
+  """
+  setattr(module, name, value)
+
+
+def model_variables(*models):
+  """{Keras variable path: the tf.Variable behind it} of the models' weights, each once (a table
+  two models share is listed once).
+
+  Raises:
+    ValueError: two different variables have one path.
+  """
+  variables = {}
+  for variable in (v for model in models for v in model.weights):
+    tf_variable = keras_variables.as_tf_variable(variable)
+    if variables.setdefault(variable.path, tf_variable) is not tf_variable:
+      raise ValueError(f"two variables named {variable.path}")
+  return variables
+
+
 class Servable(tf.Module):
   """Base of the task servers: a fine-tuned model, its vocab and casing, and its tokenizer.
 
   Attributes:
-    model: the Keras model holding the weights to export.
-    model_variables: its underlying tf.Variables, listed so that the TF1-style loader of
-      TensorFlow Serving and saved_model_cli restores them (a Keras 3 model alone is restored only
-      by tf.saved_model.load; keras-team/keras#20095).
+    model: the Keras model holding the weights to export; not tracked (`set_untracked`).
+    model_variables: its underlying tf.Variables by Keras path (`model_variables`), listed so
+      that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them (a Keras 3
+      model alone is restored only by tf.saved_model.load; keras-team/keras#20095).
     tokenizer: a `GraphTokenizer` (only `with_text`).
     vocab_file: the vocab, copied into the SavedModel's assets.
     do_lower_case: its casing, a bool variable in the SavedModel.
@@ -33,8 +58,8 @@ class Servable(tf.Module):
 
   def __init__(self, name, model, vocab_file, do_lower_case, with_text):
     super().__init__(name=name)
-    self.model = model
-    self.model_variables = [keras_variables.as_tf_variable(v) for v in model.weights]
+    set_untracked(self, "model", model)
+    self.model_variables = model_variables(model)
     self.with_text = with_text
     if with_text:
       self.tokenizer = graph_tokenization.GraphTokenizer(vocab_file, do_lower_case)

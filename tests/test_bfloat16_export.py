@@ -114,7 +114,8 @@ def test_the_bfloat16_export_multiplies_in_bfloat16(classifier_exports):
   # Its weights are stored in bfloat16 (no cast per call), but the layer norms'.
   dtypes = tf.train.load_checkpoint(
       f"{classifier_exports['bfloat16'][0]}/variables/variables").get_variable_to_dtype_map()
-  model_dtypes = {name: dtype for name, dtype in dtypes.items() if name.startswith("model/")}
+  model_dtypes = {name: dtype for name, dtype in dtypes.items()
+                  if name.startswith("model_variables/")}
   float32_names = {name for name, dtype in model_dtypes.items() if dtype == tf.float32}
   assert float32_names and all("norm" in name.lower() for name in float32_names), float32_names
   assert set(model_dtypes.values()) == {tf.float32, tf.bfloat16}

@@ -117,6 +117,10 @@ def test_export_answers_as_the_runner(tiny_model, tmp_path, pairs):
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(p.name for p in export_dir.iterdir()) == ["7"]
   assert (export_dir / "7" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
+  # Each weight is saved once, as a listed tf.Variable, not again under the Keras model.
+  saved = tf.train.list_variables(str(export_dir / "7" / "variables" / "variables"))
+  assert {name.split("/")[0] for name, _ in saved} == {
+      "_CHECKPOINTABLE_OBJECT_GRAPH", "do_lower_case", "model_variables"}
 
   test_rows = [line.split("\t") for line in (data_dir / "test.tsv").read_text().splitlines()[1:]]
   request = {"text_a": [r[0] for r in test_rows]}

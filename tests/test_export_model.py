@@ -108,6 +108,13 @@ def test_export_serves_what_extract_features_and_the_pretraining_model_compute(p
   assert result.returncode == 0, result.stderr[-3000:]
   export_path = tmp_path / "export" / "3"
   assert (export_path / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
+  # Each weight is saved once (the table the masked-LM head shares too), not again under the
+  # Keras models.
+  saved = [name for name, _ in tf.train.list_variables(str(export_path / "variables" /
+                                                            "variables"))]
+  assert {name.split("/")[0] for name in saved} == {
+      "_CHECKPOINTABLE_OBJECT_GRAPH", "do_lower_case", "model_variables"}
+  assert len([name for name in saved if "word_embeddings" in name]) == 1
 
   # Token ids from the Python tokenizer, packed as extract_features.py packs them.
   tokenizer = tokenization.FullTokenizer(vocab_file)
