@@ -37,6 +37,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
 
   Args:
     config: a `BertConfig` (or its dict).
+    drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the scores are the
+      same. For inference outside XLA.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32
@@ -60,12 +62,12 @@ class BertMultipleChoice(task_model.BertTaskModel):
     TensorShape([2, 3])
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, drop_padding=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
     # === Layers ===
-    encoder = encoder_lib.BertEncoder(config, name="bert")
+    encoder = encoder_lib.BertEncoder(config, drop_padding=drop_padding, name="bert")
     score_layer = heads.OutputProjection(1, config.hidden_size, config.initializer_range,
                                          dropout_rate=classifier_model.CLASSIFIER_DROPOUT,
                                          train_bias=False, name="multiple_choice")
@@ -81,4 +83,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
                      **kwargs)
 
     # === Config ===
+    self.drop_padding = drop_padding
     self.score_layer = score_layer
+
+  def get_config(self):
+    return {**super().get_config(), "drop_padding": self.drop_padding}

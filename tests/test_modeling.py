@@ -13,6 +13,7 @@ from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
 from modeling import encoder as encoder_lib
 from modeling import losses
+from modeling import multiple_choice_model
 from modeling import pretraining_model
 from tests import xla_functions
 
@@ -372,6 +373,16 @@ def test_an_encoder_that_drops_padding_gives_the_same_outputs_at_the_real_tokens
     assert not np.any(numpy(layer_output)[~real])
   assert np.all(np.any(numpy(padded["sequence_output"])[~real], axis=-1))
   assert dropping.get_config()["drop_padding"] and "drop_padding" not in encoder.get_config()
+
+
+def test_a_multiple_choice_model_that_drops_padding_scores_the_same():
+  model = multiple_choice_model.BertMultipleChoice(bert_config_lib.BertConfig(**TINY))
+  dropping = model.rebuilt(drop_padding=True)
+  features = _tiny_features(batch_size=6, seq_length=12, num_predictions=2)
+  choices = {k: features[k].reshape(2, 3, 12) for k in ("input_ids", "input_mask", "segment_ids")}
+  assert not choices["input_mask"].all()
+  assert dropping.drop_padding and dropping.get_config()["drop_padding"]
+  np.testing.assert_allclose(dropping(choices).numpy(), model(choices).numpy(), atol=1e-5)
 
 
 def test_drop_padding_is_refused_with_packed_rows():

@@ -14,6 +14,9 @@ class MultipleChoiceServer(servable.Servable):
   """A fine-tuned `BertMultipleChoice` with its tokenizer, for `tf.saved_model.save`.
 
   The vocab asset, casing, tokenizer and the explicit variable list are `servable.Servable`'s.
+  The served model is a copy of `model` that computes the real tokens alone
+  (`BertMultipleChoice(drop_padding=True)`): the pairs' padding to the longest costs nothing in
+  the encoder's dense layers, and the outputs are the same.
 
   Signatures:
     serving_default: `context` string `[batch_size]` and `choices` string
@@ -40,6 +43,8 @@ class MultipleChoiceServer(servable.Servable):
   """
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, with_text=True):
+    if not model.drop_padding:
+      model = model.rebuilt(drop_padding=True)
     super().__init__("multiple_choice_server", model, vocab_file, do_lower_case, with_text)
     self.max_seq_length = max_seq_length
 
