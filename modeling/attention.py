@@ -5,6 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
+from modeling import token_rows as token_rows_lib
+
 # The original adds this to the scores of masked positions; it stays finite in float16.
 MASK_ADDER = -10000.0
 
@@ -111,8 +113,8 @@ class SelfAttention(keras.layers.Layer):
         `attention_mask_adder`.
       training: apply dropout.
       token_rows: None, or int64 `[num_tokens, 1]`, the row of each row of `hidden_states` in
-        `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the real tokens
-        alone, and the scores between them with zeros in the padding's place.
+        `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the
+        real tokens alone, and the scores between them with zeros in the padding's place.
 
     Returns:
       context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
@@ -125,7 +127,7 @@ class SelfAttention(keras.layers.Layer):
       """`[num_tokens, H]` -> `[batch_size * seq_length, H]`, zeros at padding."""
       if token_rows is None:
         return rows
-      return tf.scatter_nd(token_rows, rows, [batch_size * seq_length, self.hidden_size])
+      return token_rows_lib.scatter_rows(rows, token_rows, batch_size * seq_length)
 
     def split_heads(tensor):
       """`[batch_size * seq_length, H]` -> `[batch_size, A, seq_length, H / A]`."""

@@ -90,8 +90,8 @@ class BertEncoder(config_model.BertConfigModel):
       --pack_sequences`): positions restart and attention stays within each instance. The
       variables are the same either way.
     drop_padding: run the layers on the real tokens alone (`token_rows`, `TransformerLayer`):
-      `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the same; not with `packed`.
-      For inference outside XLA (exports).
+      `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the
+      same; not with `packed`. For inference outside XLA (exports).
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):

@@ -8,6 +8,13 @@ import keras
 import tensorflow as tf
 
 
+def scatter_rows(token_states, token_rows, num_rows):
+  """`[num_tokens, hidden_size]` -> `[num_rows, hidden_size]` (`num_rows` = batch_size *
+  seq_length), each state at its row of `token_rows` (int64 `[num_tokens, 1]`), zeros
+  elsewhere."""
+  return tf.scatter_nd(token_rows, token_states, [num_rows, token_states.shape[-1]])
+
+
 class RealTokenRows(keras.layers.Layer):
   """int `[batch_size, seq_length]` input mask -> int64 `[num_tokens, 1]`, the rows of its real
   tokens in `[batch_size * seq_length]`, in order.
@@ -41,6 +48,5 @@ class ScatterTokenRows(keras.layers.Layer):
     (`RealTokenRows`); input_mask int `[batch_size, seq_length]`, for the shape.
     Returns `[batch_size, seq_length, hidden_size]`."""
     batch_size, seq_length = tf.unstack(tf.shape(input_mask))
-    hidden_size = token_states.shape[-1]
-    rows = tf.scatter_nd(token_rows, token_states, [batch_size * seq_length, hidden_size])
-    return tf.reshape(rows, [batch_size, seq_length, hidden_size])
+    rows = scatter_rows(token_states, token_rows, batch_size * seq_length)
+    return tf.reshape(rows, [batch_size, seq_length, token_states.shape[-1]])

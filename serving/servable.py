@@ -54,10 +54,15 @@ class Servable(tf.Module):
     model, vocab_file, do_lower_case: see Attributes.
     with_text: include the tokenizer; False serves token ids alone, a SavedModel without
       tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
+    drop_padding: serve a copy of `model` that computes the real tokens alone
+      (`model.rebuilt(drop_padding=True)`), for a family whose outputs read no padding position;
+      the outputs are the same.
   """
 
-  def __init__(self, name, model, vocab_file, do_lower_case, with_text):
+  def __init__(self, name, model, vocab_file, do_lower_case, with_text, drop_padding=False):
     super().__init__(name=name)
+    if drop_padding and not model.drop_padding:
+      model = model.rebuilt(drop_padding=True)
     set_untracked(self, "model", model)
     self.model_variables = model_variables(model)
     self.with_text = with_text

@@ -44,9 +44,8 @@ class ClassifierServer(servable.Servable):
 
   def __init__(self, model, vocab_file, do_lower_case, label_list, kind, max_seq_length,
                has_pairs, with_text=True):
-    if not model.drop_padding:
-      model = model.rebuilt(drop_padding=True)
-    super().__init__("classifier_server", model, vocab_file, do_lower_case, with_text)
+    super().__init__("classifier_server", model, vocab_file, do_lower_case, with_text,
+                     drop_padding=True)
     self.label_names = tf.constant(list(label_list) or [""], tf.string)
     self.kind = kind
     self.max_seq_length = max_seq_length

@@ -43,9 +43,8 @@ class MultipleChoiceServer(servable.Servable):
   """
 
   def __init__(self, model, vocab_file, do_lower_case, max_seq_length, with_text=True):
-    if not model.drop_padding:
-      model = model.rebuilt(drop_padding=True)
-    super().__init__("multiple_choice_server", model, vocab_file, do_lower_case, with_text)
+    super().__init__("multiple_choice_server", model, vocab_file, do_lower_case, with_text,
+                     drop_padding=True)
     self.max_seq_length = max_seq_length
 
   def _outputs(self, input_ids, input_mask, segment_ids):
