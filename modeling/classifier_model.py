@@ -26,6 +26,8 @@ class BertClassifier(task_model.BertTaskModel):
     per_token: classify every token (NER) instead of the sequence.
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the logits are
       the same, but with `per_token` the padding's are the bias alone. For inference outside XLA.
+    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
+      (`BertEncoder`); the logits are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
@@ -48,12 +50,15 @@ class BertClassifier(task_model.BertTaskModel):
     TensorShape([2, 2])
   """
 
-  def __init__(self, config, num_outputs, per_token=False, drop_padding=False, **kwargs):
+  def __init__(self, config, num_outputs, per_token=False, drop_padding=False,
+               intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
     # === Layers ===
-    encoder = encoder_lib.BertEncoder(config, drop_padding=drop_padding, name="bert")
+    encoder = encoder_lib.BertEncoder(
+        config, drop_padding=drop_padding,
+        intermediate_kernel_transposed=intermediate_kernel_transposed, name="bert")
     output_layer = heads.OutputProjection(num_outputs, config.hidden_size,
                                           config.initializer_range,
                                           dropout_rate=CLASSIFIER_DROPOUT, name="classifier")
@@ -70,8 +75,10 @@ class BertClassifier(task_model.BertTaskModel):
     self.num_outputs = num_outputs
     self.per_token = per_token
     self.drop_padding = drop_padding
+    self.intermediate_kernel_transposed = intermediate_kernel_transposed
     self.output_layer = output_layer
 
   def get_config(self):
     return {**super().get_config(), "num_outputs": self.num_outputs, "per_token": self.per_token,
-            "drop_padding": self.drop_padding}
+            "drop_padding": self.drop_padding,
+            "intermediate_kernel_transposed": self.intermediate_kernel_transposed}

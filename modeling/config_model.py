@@ -2,6 +2,8 @@
 
 import keras
 
+from modeling import transposed_dense
+
 
 class BertConfigModel(keras.Model):
   """Base of the models whose constructor takes a `BertConfig` (or its dict) and `keras.Model`
@@ -20,7 +22,8 @@ class BertConfigModel(keras.Model):
   def rebuilt(self, dtype_policy=None, **changes):
     """The same class built from `get_config()` updated with `changes` (e.g.
     `drop_padding=True`), under `dtype_policy` (default this model's), holding a copy of this
-    model's weights cast to its variables' dtypes.
+    model's weights cast to its variables' dtypes (and transposed where the copy stores a kernel
+    transposed, `intermediate_kernel_transposed=True`).
 
     Raises:
       ValueError: the rebuilt model's variables differ in name or shape.
@@ -32,8 +35,9 @@ class BertConfigModel(keras.Model):
     finally:
       keras.mixed_precision.set_global_policy(previous)
     for source, target in zip(self.weights, copy.weights, strict=True):
-      if source.path != target.path or source.shape != target.shape:
-        raise ValueError(f"the rebuilt {type(self).__name__} differs: {source.path} "
-                         f"{source.shape} against {target.path} {target.shape}")
-      target.assign(keras.ops.cast(source.value, target.dtype))
+      try:
+        value = transposed_dense.copied_value(source, target)
+      except ValueError as error:
+        raise ValueError(f"the rebuilt {type(self).__name__} differs: {error}") from None
+      target.assign(keras.ops.cast(value, target.dtype))
     return copy

@@ -92,6 +92,10 @@ class BertEncoder(config_model.BertConfigModel):
     drop_padding: run the layers on the real tokens alone (`token_rows`, `TransformerLayer`):
       `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the
       same; not with `packed`. For inference outside XLA (exports).
+    intermediate_kernel_transposed: store each layer's feed-forward kernel `[intermediate_size,
+      hidden_size]` (`transposed_dense`), faster for inference on a few hundred rows; such a
+      model gets its weights by `rebuilt` from one in the checkpoint layout, and has no
+      `name_to_variable`. For exports.
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):
@@ -125,7 +129,8 @@ class BertEncoder(config_model.BertConfigModel):
     TensorShape([2, 16])
   """
 
-  def __init__(self, config, packed=False, drop_padding=False, **kwargs):
+  def __init__(self, config, packed=False, drop_padding=False,
+               intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
     if packed and drop_padding:
@@ -149,6 +154,7 @@ class BertEncoder(config_model.BertConfigModel):
             hidden_dropout_prob=config.hidden_dropout_prob,
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
+            intermediate_kernel_transposed=intermediate_kernel_transposed,
             name=f"layer_{index}")
         for index in range(config.num_hidden_layers)
     ]
@@ -198,6 +204,7 @@ class BertEncoder(config_model.BertConfigModel):
     self.config = config
     self.packed = packed
     self.drop_padding = drop_padding
+    self.intermediate_kernel_transposed = intermediate_kernel_transposed
     self.embeddings = embeddings
     self.transformer_layers = layers
     self.pooler = pooler
@@ -208,6 +215,8 @@ class BertEncoder(config_model.BertConfigModel):
       config["packed"] = True
     if self.drop_padding:
       config["drop_padding"] = True
+    if self.intermediate_kernel_transposed:
+      config["intermediate_kernel_transposed"] = True
     return config
 
   def get_embedding_table(self):
@@ -215,7 +224,15 @@ class BertEncoder(config_model.BertConfigModel):
     return self.embeddings.word_embeddings
 
   def name_to_variable(self, scope="bert"):
-    """Returns {original checkpoint name: variable}, e.g. `bert/embeddings/word_embeddings`."""
+    """Returns {original checkpoint name: variable}, e.g. `bert/embeddings/word_embeddings`.
+
+    Raises:
+      ValueError: the model stores kernels transposed (`intermediate_kernel_transposed`).
+    """
+    if self.intermediate_kernel_transposed:
+      raise ValueError("an encoder with intermediate_kernel_transposed does not hold the "
+                       "checkpoint layout: read and write checkpoints with the model it was "
+                       "rebuilt from")
     names = {f"{scope}/embeddings/{name}": getattr(self.embeddings, name)
              for name in EMBEDDING_TABLES}
     names.update(variable_names.layer_norm_variables(f"{scope}/embeddings/LayerNorm",

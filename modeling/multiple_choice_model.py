@@ -39,6 +39,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
     config: a `BertConfig` (or its dict).
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the scores are the
       same. For inference outside XLA.
+    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
+      (`BertEncoder`); the scores are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32
@@ -62,12 +64,15 @@ class BertMultipleChoice(task_model.BertTaskModel):
     TensorShape([2, 3])
   """
 
-  def __init__(self, config, drop_padding=False, **kwargs):
+  def __init__(self, config, drop_padding=False,
+               intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
     # === Layers ===
-    encoder = encoder_lib.BertEncoder(config, drop_padding=drop_padding, name="bert")
+    encoder = encoder_lib.BertEncoder(
+        config, drop_padding=drop_padding,
+        intermediate_kernel_transposed=intermediate_kernel_transposed, name="bert")
     score_layer = heads.OutputProjection(1, config.hidden_size, config.initializer_range,
                                          dropout_rate=classifier_model.CLASSIFIER_DROPOUT,
                                          train_bias=False, name="multiple_choice")
@@ -84,7 +89,9 @@ class BertMultipleChoice(task_model.BertTaskModel):
 
     # === Config ===
     self.drop_padding = drop_padding
+    self.intermediate_kernel_transposed = intermediate_kernel_transposed
     self.score_layer = score_layer
 
   def get_config(self):
-    return {**super().get_config(), "drop_padding": self.drop_padding}
+    return {**super().get_config(), "drop_padding": self.drop_padding,
+            "intermediate_kernel_transposed": self.intermediate_kernel_transposed}

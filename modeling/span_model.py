@@ -21,6 +21,8 @@ class BertSpanModel(task_model.BertTaskModel):
 
   Args:
     config: a `BertConfig` (or its dict).
+    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
+      (`BertEncoder`); the logits are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
@@ -42,12 +44,13 @@ class BertSpanModel(task_model.BertTaskModel):
     TensorShape([2, 8])
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
 
     # === Layers ===
-    encoder = encoder_lib.BertEncoder(config, name="bert")
+    encoder = encoder_lib.BertEncoder(
+        config, intermediate_kernel_transposed=intermediate_kernel_transposed, name="bert")
     span_layer = heads.OutputProjection(2, config.hidden_size, config.initializer_range,
                                         name="span")
 
@@ -62,3 +65,8 @@ class BertSpanModel(task_model.BertTaskModel):
 
     # === Config ===
     self.span_layer = span_layer
+    self.intermediate_kernel_transposed = intermediate_kernel_transposed
+
+  def get_config(self):
+    return {**super().get_config(),
+            "intermediate_kernel_transposed": self.intermediate_kernel_transposed}

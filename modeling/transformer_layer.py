@@ -6,6 +6,7 @@ import tensorflow as tf
 from modeling import activations
 from modeling import attention
 from modeling import layer_norm
+from modeling import transposed_dense
 
 
 class TransformerLayer(keras.layers.Layer):
@@ -23,6 +24,9 @@ class TransformerLayer(keras.layers.Layer):
     hidden_dropout_prob: dropout on the two sub-layer outputs.
     attention_probs_dropout_prob: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
+    intermediate_kernel_transposed: store the feed-forward's first kernel as
+      `[intermediate_size, hidden_size]` (`transposed_dense.TransposedDense`), the layout served
+      models use; its checkpoint name then maps to no variable.
 
   Example:
     >>> import tensorflow as tf
@@ -34,7 +38,7 @@ class TransformerLayer(keras.layers.Layer):
 
   def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
-               **kwargs):
+               intermediate_kernel_transposed=False, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -43,6 +47,7 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_prob = hidden_dropout_prob
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
+    self.intermediate_kernel_transposed = intermediate_kernel_transposed
 
     def dense(units, name, activation=None):
       return keras.layers.Dense(
@@ -55,7 +60,12 @@ class TransformerLayer(keras.layers.Layer):
     self.attention_output_dense = dense(hidden_size, "attention_output_dense")
     self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
     self.attention_layer_norm = layer_norm.make_layer_norm("attention_output_LayerNorm")
-    self.intermediate_dense = dense(intermediate_size, "intermediate_dense")
+    if intermediate_kernel_transposed:
+      self.intermediate_dense = transposed_dense.TransposedDense(
+          intermediate_size, name="intermediate_dense",
+          kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+    else:
+      self.intermediate_dense = dense(intermediate_size, "intermediate_dense")
     self.activation = activations.get_activation(hidden_act)
     self.training_activation = activations.get_training_activation(hidden_act)
     self.output_dense = dense(hidden_size, "output_dense")
@@ -125,5 +135,6 @@ class TransformerLayer(keras.layers.Layer):
         "hidden_dropout_prob": self.hidden_dropout_prob,
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
+        "intermediate_kernel_transposed": self.intermediate_kernel_transposed,
     })
     return config

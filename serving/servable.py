@@ -40,7 +40,9 @@ class Servable(tf.Module):
   """Base of the task servers: a fine-tuned model, its vocab and casing, and its tokenizer.
 
   Attributes:
-    model: the Keras model holding the weights to export; not tracked (`set_untracked`).
+    model: what is served: a copy of the model given, its feed-forward kernels stored
+      transposed (`intermediate_kernel_transposed`, faster on CPU) and with `drop_padding` the
+      real tokens computed alone; not tracked (`set_untracked`).
     model_variables: its underlying tf.Variables by Keras path (`model_variables`), listed so
       that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them (a Keras 3
       model alone is restored only by tf.saved_model.load; keras-team/keras#20095).
@@ -51,18 +53,21 @@ class Servable(tf.Module):
 
   Args:
     name: the module's name.
-    model, vocab_file, do_lower_case: see Attributes.
+    model: the Keras model holding the weights to export (a `BertTaskModel`).
+    vocab_file, do_lower_case: see Attributes.
     with_text: include the tokenizer; False serves token ids alone, a SavedModel without
       tensorflow-text ops (loadable by a stock TensorFlow Serving binary).
-    drop_padding: serve a copy of `model` that computes the real tokens alone
-      (`model.rebuilt(drop_padding=True)`), for a family whose outputs read no padding position;
-      the outputs are the same.
+    drop_padding: serve a copy that computes the real tokens alone (`drop_padding=True`), for
+      a family whose outputs read no padding position; the outputs are the same.
   """
 
   def __init__(self, name, model, vocab_file, do_lower_case, with_text, drop_padding=False):
     super().__init__(name=name)
-    if drop_padding and not model.drop_padding:
-      model = model.rebuilt(drop_padding=True)
+    layout = {"intermediate_kernel_transposed": True}
+    if drop_padding:
+      layout["drop_padding"] = True
+    if any(getattr(model, name) != value for name, value in layout.items()):
+      model = model.rebuilt(**layout)
     set_untracked(self, "model", model)
     self.model_variables = model_variables(model)
     self.with_text = with_text

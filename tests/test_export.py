@@ -86,6 +86,10 @@ def test_the_served_classifier_computes_the_real_tokens_alone_and_answers_the_sa
   server = classifier_server.ClassifierServer(model, vocab_file, True, ["a", "b", "c"],
                                               classifier.CLASSIFICATION, 16, has_pairs=False)
   assert server.model.drop_padding and not model.drop_padding  # a copy; the model is unchanged
+  assert server.model.intermediate_kernel_transposed and not model.intermediate_kernel_transposed
+  listed = set(server.model_variables)
+  assert "layer_0/intermediate_dense/kernel_transposed" in listed
+  assert "layer_0/intermediate_dense/kernel" not in listed
   ids = tf.constant([[2, 7, 8, 9, 3, 0, 0, 0], [2, 5, 3, 0, 0, 0, 0, 0], [2, 6, 6, 6, 6, 6, 6, 3]])
   inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
             "segment_ids": tf.zeros_like(ids)}

@@ -375,6 +375,33 @@ def test_an_encoder_that_drops_padding_gives_the_same_outputs_at_the_real_tokens
   assert dropping.get_config()["drop_padding"] and "drop_padding" not in encoder.get_config()
 
 
+def test_an_encoder_with_transposed_feed_forward_kernels_gives_the_same_outputs():
+  encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
+  transposed = encoder.rebuilt(drop_padding=True, intermediate_kernel_transposed=True)
+  source = encoder.transformer_layers[1].intermediate_dense.kernel
+  stored = transposed.transformer_layers[1].intermediate_dense.kernel_transposed
+  assert tuple(stored.shape) == (TINY["intermediate_size"], TINY["hidden_size"])
+  assert stored.path == "layer_1/intermediate_dense/kernel_transposed"
+  np.testing.assert_array_equal(stored.numpy(), source.numpy().T)
+  features = _tiny_features(batch_size=3, seq_length=10)
+  features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  real = features["input_mask"].astype(bool)
+  np.testing.assert_allclose(transposed(features)["sequence_output"].numpy()[real],
+                             encoder(features)["sequence_output"].numpy()[real], atol=1e-5)
+  assert transposed.get_config()["intermediate_kernel_transposed"]
+  assert "intermediate_kernel_transposed" not in encoder.get_config()
+  with pytest.raises(ValueError, match="does not hold the checkpoint layout"):
+    transposed.name_to_variable()
+
+
+def test_a_rebuilt_model_refuses_weights_that_do_not_match():
+  encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
+  wider = bert_config_lib.BertConfig(**{**TINY, "intermediate_size": TINY["intermediate_size"] + 1})
+  with pytest.raises(ValueError, match="the rebuilt BertEncoder differs: "
+                     "layer_0/intermediate_dense/kernel .* has no counterpart"):
+    encoder.rebuilt(config=wider.to_dict(), intermediate_kernel_transposed=True)
+
+
 def test_a_multiple_choice_model_that_drops_padding_scores_the_same():
   model = multiple_choice_model.BertMultipleChoice(bert_config_lib.BertConfig(**TINY))
   dropping = model.rebuilt(drop_padding=True)
