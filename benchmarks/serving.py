@@ -32,7 +32,8 @@ Each call's latency is the wall time from a list of Python strings to NumPy prob
 labels. After the `--warmup_calls` untimed calls per row, the rows of a shape and batch size take
 their timed calls in turn, one call each per round, so load from other processes falls on all
 alike; batch `b`'s call `i` gets sentences `i*b .. i*b+b-1` (cycling) on every row. TensorFlow's
-intra-op threads and `torch.set_num_threads` are both `--threads`.
+intra-op threads and `torch.set_num_threads` are both `--threads`; `--export_threads=N` sets
+TensorFlow's intra-op and inter-op threads to N instead (PyTorch keeps `--threads`).
 
 Agreement: every timed call's outputs are kept, and the bfloat16 rows are compared with the
 float32 rows of the same library on the same call (same sentences, same padding): the share of
@@ -111,6 +112,10 @@ flags.DEFINE_list("warmup_calls", ["3", "3", "2", "1"],
 flags.DEFINE_list("precisions", list(export_precision.PRECISIONS),
                   "Precisions to serve in, each on both sides: float32, bfloat16.")
 flags.DEFINE_integer("max_seq_length", 128, "Word pieces per input on both sides.")
+flags.DEFINE_integer("export_threads", None,
+                     "TensorFlow's intra-op and inter-op threads (the export rows and "
+                     "TensorFlow's matmul peak); default: --threads intra-op threads and "
+                     "TensorFlow's default inter-op threads. PyTorch keeps --threads.")
 flags.DEFINE_float("pause_seconds", 0.1,
                    "Untimed pause before each timed call, so the previous row's thread pools "
                    "stop spinning (see model_step.py).")
@@ -376,7 +381,11 @@ def main(argv):
   sentences = read_sentences(sentences_file, FLAGS.text_column)
   import torch  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(FLAGS.threads)
-  tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+  if FLAGS.export_threads is None:
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+  else:
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.export_threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.export_threads)
 
   start = time.perf_counter()
   # The machine is shared: the peak is taken before and after the models, and the best counts.
@@ -391,7 +400,10 @@ def main(argv):
   for key, gflops in matmul_peaks(FLAGS.matmul_repeats).items():
     peaks[key] = max(peaks[key], gflops)
 
-  print(f"{os.cpu_count()} cores, {FLAGS.threads} threads; bfloat16 dot products "
+  thread_counts = (f"{FLAGS.threads} threads" if FLAGS.export_threads is None else
+                   f"{FLAGS.threads} PyTorch threads, {FLAGS.export_threads} TensorFlow intra-op "
+                   f"and inter-op threads")
+  print(f"{os.cpu_count()} cores, {thread_counts}; bfloat16 dot products "
         f"{'yes' if cpu_features.has_bfloat16_dot_product() else 'no'}; {len(sentences)} "
         f"sentences from {sentences_file}, max_seq_length {FLAGS.max_seq_length}; latency per "
         f"call in ms (strings in, probabilities and labels out) after "
