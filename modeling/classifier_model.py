@@ -26,8 +26,8 @@ class BertClassifier(task_model.BertTaskModel):
     per_token: classify every token (NER) instead of the sequence.
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the logits are
       the same, but with `per_token` the padding's are the bias alone. For inference outside XLA.
-    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
-      (`BertEncoder`); the logits are the same. For exports.
+    intermediate_kernel_transposed: each encoder layer's first feed-forward kernel stored
+      transposed (`BertEncoder`); the logits are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;

@@ -92,10 +92,10 @@ class BertEncoder(config_model.BertConfigModel):
     drop_padding: run the layers on the real tokens alone (`token_rows`, `TransformerLayer`):
       `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the
       same; not with `packed`. For inference outside XLA (exports).
-    intermediate_kernel_transposed: store each layer's feed-forward kernel `[intermediate_size,
-      hidden_size]` (`transposed_dense`), faster for inference on a few hundred rows; such a
-      model gets its weights by `rebuilt` from one in the checkpoint layout, and has no
-      `name_to_variable`. For exports.
+    intermediate_kernel_transposed: store each layer's first feed-forward kernel
+      `[intermediate_size, hidden_size]` (`transposed_dense`), faster for inference on a few
+      hundred rows; such a model gets its weights by `rebuilt` from one in the checkpoint layout,
+      and has no `name_to_variable`. For exports.
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):

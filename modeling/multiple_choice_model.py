@@ -39,8 +39,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
     config: a `BertConfig` (or its dict).
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the scores are the
       same. For inference outside XLA.
-    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
-      (`BertEncoder`); the scores are the same. For exports.
+    intermediate_kernel_transposed: each encoder layer's first feed-forward kernel stored
+      transposed (`BertEncoder`); the scores are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32

@@ -21,8 +21,8 @@ class BertSpanModel(task_model.BertTaskModel):
 
   Args:
     config: a `BertConfig` (or its dict).
-    intermediate_kernel_transposed: the encoder's feed-forward kernels stored transposed
-      (`BertEncoder`); the logits are the same. For exports.
+    intermediate_kernel_transposed: each encoder layer's first feed-forward kernel stored
+      transposed (`BertEncoder`); the logits are the same. For exports.
     **kwargs: passed to `keras.Model`.
 
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids` int32 `[batch_size, seq_length]`;
