@@ -64,10 +64,9 @@ class Servable(tf.Module):
   def __init__(self, name, model, vocab_file, do_lower_case, with_text, drop_padding=False):
     super().__init__(name=name)
     layout = {"intermediate_kernel_transposed": True}
-    if drop_padding:
+    if drop_padding:  # an option of the families that use it only (the span model has none)
       layout["drop_padding"] = True
-    if any(getattr(model, name) != value for name, value in layout.items()):
-      model = model.rebuilt(**layout)
+    model = model.rebuilt(**layout)
     set_untracked(self, "model", model)
     self.model_variables = model_variables(model)
     self.with_text = with_text
