@@ -134,6 +134,7 @@ class AdamWeightDecay(tf.Module):
     self.epsilon = epsilon
     self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
     self.clip_norm = clip_norm
+    self._compiled_next_values = {}
     self._built = False
 
   @property
@@ -223,21 +224,25 @@ class AdamWeightDecay(tf.Module):
       raise ValueError(f"{self.name} was not built with variable(s) {unknown}")
     gradients = [g for g, _ in grads_and_vars]
     variables = [v for _, v in grads_and_vars]
-    if self.clip_norm is not None:
-      gradients, global_norm = tf.clip_by_global_norm(gradients, self.clip_norm)
-    else:
-      global_norm = tf.linalg.global_norm(gradients)
+    global_norm = tf.linalg.global_norm(gradients)
+    # `tf.clip_by_global_norm`'s factor (NaN when the norm is not finite), applied by the update
+    # kernel rather than by a pass of its own over every gradient.
+    gradient_scale = tf.constant(1.0) if self.clip_norm is None else (
+        self.clip_norm * tf.minimum(1.0 / global_norm, 1.0 / self.clip_norm)
+        + (global_norm - global_norm))
     # The rate of the step being taken: the original reads global_step before incrementing it.
     learning_rate = self.current_learning_rate()
     apply_fn = functools.partial(self._distributed_apply, variables=variables)
     replica_context = tf.distribute.get_replica_context()
+    args = (gradients, gradient_scale, learning_rate, should_apply)
     if replica_context is None:
-      apply_fn(tf.distribute.get_strategy(), gradients, learning_rate, should_apply)
+      apply_fn(tf.distribute.get_strategy(), *args)
     else:
-      replica_context.merge_call(apply_fn, args=(gradients, learning_rate, should_apply))
+      replica_context.merge_call(apply_fn, args=args)
     return global_norm
 
-  def _distributed_apply(self, strategy, gradients, learning_rate, should_apply, variables):
+  def _distributed_apply(self, strategy, gradients, gradient_scale, learning_rate, should_apply,
+                         variables):
     """Cross-replica part of `apply_gradients`: updates every copy of every variable."""
     for gradient, variable in zip(gradients, variables):
       name = self._name_by_ref[variable.ref()]
@@ -246,7 +251,8 @@ class AdamWeightDecay(tf.Module):
           self._update_variable, use_weight_decay=self.use_weight_decay(name),
           use_layer_adaptation=self.use_layer_adaptation(name))
       strategy.extended.update(
-          variable, update_fn, args=(gradient, m, v, learning_rate, should_apply), group=False)
+          variable, update_fn, args=(gradient, m, v, gradient_scale, learning_rate, should_apply),
+          group=False)
     strategy.extended.update(
         self.iterations, lambda step: step.assign_add(1), group=False)
 
@@ -260,10 +266,35 @@ class AdamWeightDecay(tf.Module):
     del param, use_layer_adaptation
     return update
 
-  def _update_variable(self, param, gradient, m, v, learning_rate, should_apply,
+  def _update_variable(self, param, gradient, m, v, gradient_scale, learning_rate, should_apply,
                        use_weight_decay, use_layer_adaptation):
     """Updates one (per-device) variable and its slots; all tensors have `param`'s shape."""
-    gradient = tf.convert_to_tensor(gradient)
+    next_values = self._compiled(use_weight_decay, use_layer_adaptation, should_apply is not None)
+    inputs = [tf.convert_to_tensor(t) for t in (param, gradient, m, v)]
+    inputs += [gradient_scale, learning_rate] + ([should_apply] if should_apply is not None else [])
+    next_param, next_m, next_v = next_values(*inputs)
+    return tf.group(param.assign(next_param), m.assign(next_m), v.assign(next_v))
+
+  def _compiled(self, use_weight_decay, use_layer_adaptation, with_should_apply):
+    """`_next_values` for these options as one XLA kernel: a dozen elementwise passes over the
+    variable, its slots and its gradient become one (docs/benchmarks.md). One trace serves every
+    shape (XLA compiles each shape as it comes)."""
+    options = (use_weight_decay, use_layer_adaptation, with_should_apply)
+    if options not in self._compiled_next_values:
+      any_shape, scalar = tf.TensorSpec(None, tf.float32), tf.TensorSpec([], tf.float32)
+      signature = [any_shape] * 4 + [scalar] * 2 + [tf.TensorSpec([], tf.bool)] * with_should_apply
+      self._compiled_next_values[options] = tf.function(
+          functools.partial(self._next_values, use_weight_decay=use_weight_decay,
+                            use_layer_adaptation=use_layer_adaptation),
+          input_signature=signature, jit_compile=True)
+    return self._compiled_next_values[options]
+
+  def _next_values(self, param, gradient, m, v, gradient_scale, learning_rate, should_apply=None,
+                   *, use_weight_decay, use_layer_adaptation):
+    """The variable's and its slots' next values, `param`'s shape each; `gradient` is scaled by
+    the scalar `gradient_scale` (clipping) first, and with `should_apply` False all three keep
+    their values."""
+    gradient = gradient * gradient_scale
     next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
     next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
     update = next_m / (tf.sqrt(next_v) + self.epsilon)
@@ -275,7 +306,7 @@ class AdamWeightDecay(tf.Module):
       next_param = tf.where(should_apply, next_param, param)
       next_m = tf.where(should_apply, next_m, m)
       next_v = tf.where(should_apply, next_v, v)
-    return tf.group(param.assign(next_param), m.assign(next_m), v.assign(next_v))
+    return next_param, next_m, next_v
 
 
 class Lamb(AdamWeightDecay):

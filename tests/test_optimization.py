@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from modeling import keras_variables
 from modeling import optimization
+from tests import xla_functions
 
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 SHAPES = {
@@ -100,6 +101,22 @@ def test_matches_numpy_transcription(optimizer_type, jit_compile):
   for name in SHAPES:
     np.testing.assert_allclose(slot_values[f"{name}/adam_m"], slots[name][0], rtol=2e-5, atol=1e-7)
     np.testing.assert_allclose(slot_values[f"{name}/adam_v"], slots[name][1], rtol=2e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("optimizer_type", ["adamw", "lamb"])
+def test_update_is_one_xla_kernel_per_set_of_options(optimizer_type):
+  variables = {name: tf.Variable(value) for name, value in _initial_values(0).items()}
+  optimizer = optimization.create_optimizer(0.1, 5, 2, optimizer_type)
+  optimizer.build(variables)
+
+  @tf.function
+  def step():
+    return optimizer.apply_gradients(
+        [(tf.ones_like(variable), variable) for variable in optimizer.trainable_variables])
+
+  graph_def = step.get_concrete_function().graph.as_graph_def()
+  # Five variables of four shapes, with and without weight decay: one kernel for each option.
+  assert len(xla_functions.xla_compiled_functions(graph_def)) == 2
 
 
 def test_exclusions_use_original_names():
