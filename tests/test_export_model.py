@@ -115,6 +115,10 @@ def test_export_serves_what_extract_features_and_the_pretraining_model_compute(p
   assert {name.split("/")[0] for name in saved} == {
       "_CHECKPOINTABLE_OBJECT_GRAPH", "do_lower_case", "model_variables"}
   assert len([name for name in saved if "word_embeddings" in name]) == 1
+  # Served in the layout of the task exports: each first feed-forward kernel stored transposed.
+  assert len([name for name in saved if "intermediate_dense.Skernel_transposed/" in name]) == (
+      model.config.num_hidden_layers)
+  assert not [name for name in saved if "intermediate_dense.Skernel/" in name]
 
   # Token ids from the Python tokenizer, packed as extract_features.py packs them.
   tokenizer = tokenization.FullTokenizer(vocab_file)
