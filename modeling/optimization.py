@@ -24,6 +24,7 @@ import keras
 import tensorflow as tf
 
 from modeling import keras_variables
+from modeling import tracking
 
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZER_TYPES = ("adamw", "lamb")
@@ -134,7 +135,7 @@ class AdamWeightDecay(tf.Module):
     self.epsilon = epsilon
     self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
     self.clip_norm = clip_norm
-    self._compiled_next_values = {}
+    tracking.set_untracked(self, "_compiled_next_values", {})
     self._built = False
 
   @property

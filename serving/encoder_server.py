@@ -11,6 +11,7 @@ from data import graph_tokenization
 from data import tokenization
 from modeling import heads
 from modeling import sentence_pooling
+from modeling import tracking
 from serving import servable
 
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
@@ -68,8 +69,8 @@ class EncoderServer(tf.Module):
     encoder = encoder.rebuilt(intermediate_kernel_transposed=True)
     if masked_lm is not None:
       masked_lm = _head_on(encoder, masked_lm)
-    servable.set_untracked(self, "encoder", encoder)
-    servable.set_untracked(self, "masked_lm", masked_lm)
+    tracking.set_untracked(self, "encoder", encoder)
+    tracking.set_untracked(self, "masked_lm", masked_lm)
     # Listed so that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them
     # (see `servable.Servable`); the head shares the word-embedding table, listed once.
     self.model_variables = servable.model_variables(

@@ -5,20 +5,11 @@ import tensorflow as tf
 from data import graph_tokenization
 from data import tokenization
 from modeling import keras_variables
+from modeling import tracking
 
 # Signature inputs: texts `[batch_size]`, token ids `[batch_size, seq_length]`.
 TEXT_SPEC = tf.TensorSpec([None], tf.string)
 IDS_SPEC = tf.TensorSpec([None, None], tf.int32)
-
-
-@tf.__internal__.tracking.no_automatic_dependency_tracking
-def set_untracked(module, name, value):
-  """Sets `module.name = value` without making `value` part of what `module` saves.
-
-  A server lists its model's tf.Variables (`model_variables`); tracking the Keras model too
-  saves every weight a second time, under its Keras variable, and doubles the SavedModel.
-  """
-  setattr(module, name, value)
 
 
 def model_variables(*models):
@@ -42,7 +33,7 @@ class Servable(tf.Module):
   Attributes:
     model: what is served: a copy of the model given, its feed-forward kernels stored
       transposed (`intermediate_kernel_transposed`, faster on CPU) and with `drop_padding` the
-      real tokens computed alone; not tracked (`set_untracked`).
+      real tokens computed alone; not tracked (`tracking.set_untracked`).
     model_variables: its underlying tf.Variables by Keras path (`model_variables`), listed so
       that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them (a Keras 3
       model alone is restored only by tf.saved_model.load; keras-team/keras#20095).
@@ -67,7 +58,7 @@ class Servable(tf.Module):
     if drop_padding:  # an option of the families that use it only (the span model has none)
       layout["drop_padding"] = True
     model = model.rebuilt(**layout)
-    set_untracked(self, "model", model)
+    tracking.set_untracked(self, "model", model)
     self.model_variables = model_variables(model)
     self.with_text = with_text
     if with_text:

@@ -119,6 +119,24 @@ def test_update_is_one_xla_kernel_per_set_of_options(optimizer_type):
   assert len(xla_functions.xla_compiled_functions(graph_def)) == 2
 
 
+def test_object_checkpoint_of_a_stepped_optimizer_round_trips(tmp_path):
+  variable = tf.Variable([1.0, -2.0])
+  optimizer = optimization.AdamWeightDecay(0.1)
+  optimizer.build({"w": variable})
+  optimizer.apply_gradients([(tf.constant([0.5, 1.0]), variable)])
+  slots = {name: slot.numpy() for name, slot in optimizer.slot_name_to_variable().items()}
+  path = tf.train.Checkpoint(optimizer=optimizer, w=variable).save(str(tmp_path / "ckpt"))
+
+  restored_variable = tf.Variable([0.0, 0.0])
+  restored = optimization.AdamWeightDecay(0.1)
+  restored.build({"w": restored_variable})
+  tf.train.Checkpoint(optimizer=restored, w=restored_variable).restore(path).assert_consumed()
+  assert int(restored.iterations.numpy()) == 1
+  np.testing.assert_array_equal(restored_variable.numpy(), variable.numpy())
+  for name, slot in restored.slot_name_to_variable().items():
+    np.testing.assert_array_equal(slot.numpy(), slots[name])
+
+
 def test_exclusions_use_original_names():
   adamw = optimization.AdamWeightDecay(1e-3)
   lamb = optimization.Lamb(1e-3)
