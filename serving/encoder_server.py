@@ -42,9 +42,8 @@ class EncoderServer(tf.Module):
       are real tokens.
 
   Args:
-    encoder: a built `BertEncoder` holding the weights to export; the server computes with a
-      copy storing the feed-forward's first kernels transposed (`intermediate_kernel_transposed`,
-      faster on CPU) and exports that copy.
+    encoder: a built `BertEncoder` holding the weights to export; the server computes with,
+      and exports, its `servable.served_copy`.
     masked_lm: its `MaskedLMHead`, or None to export without `mlm_logits`.
     vocab_file: its vocab; copied into the SavedModel's assets.
     do_lower_case: its casing.
@@ -64,9 +63,9 @@ class EncoderServer(tf.Module):
     if pooling not in sentence_pooling.POOLING_METHODS:
       raise ValueError(f"pooling must be one of {sentence_pooling.POOLING_METHODS}, got "
                        f"{pooling!r}")
-    # The layout served models use (see `servable.Servable`); the head moves onto the copy's
-    # word-embedding table.
-    encoder = encoder.rebuilt(intermediate_kernel_transposed=True)
+    # Every padded position is computed: `sequence_output` and `mlm_logits` return them. The
+    # head moves onto the copy's word-embedding table.
+    encoder = servable.served_copy(encoder)
     if masked_lm is not None:
       masked_lm = _head_on(encoder, masked_lm)
     tracking.set_untracked(self, "encoder", encoder)

@@ -27,13 +27,23 @@ def model_variables(*models):
   return variables
 
 
+def served_copy(model, drop_padding=False):
+  """The copy of `model` (a `BertConfigModel`) that exports compute with: each layer's first
+  feed-forward kernel stored transposed (`intermediate_kernel_transposed`, faster on CPU) and,
+  with `drop_padding`, the real tokens computed alone (`drop_padding=True`, for a model whose
+  outputs read no padding position); the outputs are the same."""
+  layout = {"intermediate_kernel_transposed": True}
+  if drop_padding:  # an option of the families that use it only (the span model has none)
+    layout["drop_padding"] = True
+  return model.rebuilt(**layout)
+
+
 class Servable(tf.Module):
   """Base of the task servers: a fine-tuned model, its vocab and casing, and its tokenizer.
 
   Attributes:
-    model: what is served: a copy of the model given, its feed-forward kernels stored
-      transposed (`intermediate_kernel_transposed`, faster on CPU) and with `drop_padding` the
-      real tokens computed alone; not tracked (`tracking.set_untracked`).
+    model: what is served: `served_copy` of the model given; not tracked
+      (`tracking.set_untracked`).
     model_variables: its underlying tf.Variables by Keras path (`model_variables`), listed so
       that the TF1-style loader of TensorFlow Serving and saved_model_cli restores them (a Keras 3
       model alone is restored only by tf.saved_model.load; keras-team/keras#20095).
@@ -54,10 +64,7 @@ class Servable(tf.Module):
 
   def __init__(self, name, model, vocab_file, do_lower_case, with_text, drop_padding=False):
     super().__init__(name=name)
-    layout = {"intermediate_kernel_transposed": True}
-    if drop_padding:  # an option of the families that use it only (the span model has none)
-      layout["drop_padding"] = True
-    model = model.rebuilt(**layout)
+    model = served_copy(model, drop_padding)
     tracking.set_untracked(self, "model", model)
     self.model_variables = model_variables(model)
     self.with_text = with_text
