@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from modeling import dropout
 from modeling import token_rows as token_rows_lib
 
 # The original adds this to the scores of masked positions; it stays finite in float16.
@@ -95,7 +96,7 @@ class SelfAttention(keras.layers.Layer):
     self.query = projection("query")
     self.key = projection("key")
     self.value = projection("value")
-    self.dropout = keras.layers.Dropout(dropout_rate)
+    self.dropout = dropout.Dropout(dropout_rate)
 
   def build(self, input_shape):
     for projection in (self.query, self.key, self.value):

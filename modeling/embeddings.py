@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from modeling import dropout
 from modeling import layer_norm
 
 
@@ -41,7 +42,7 @@ class BertEmbeddings(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
     self.layer_norm = layer_norm.make_layer_norm(name="LayerNorm")
-    self.dropout = keras.layers.Dropout(dropout_rate)
+    self.dropout = dropout.Dropout(dropout_rate)
 
   def build(self, input_shape=None):
     initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -10,6 +10,7 @@ import keras
 import tensorflow as tf
 
 from modeling import activations
+from modeling import dropout
 from modeling import layer_norm
 from modeling import variable_names
 
@@ -130,7 +131,7 @@ class OutputProjection(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
     self.train_bias = train_bias
-    self.dropout = keras.layers.Dropout(dropout_rate)
+    self.dropout = dropout.Dropout(dropout_rate)
 
   def build(self, input_shape=None):
     self.output_weights = self.add_weight(

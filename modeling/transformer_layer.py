@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from modeling import activations
 from modeling import attention
+from modeling import dropout
 from modeling import layer_norm
 from modeling import transposed_dense
 
@@ -58,7 +59,7 @@ class TransformerLayer(keras.layers.Layer):
         hidden_size, num_attention_heads, initializer_range, attention_probs_dropout_prob,
         name="attention_self")
     self.attention_output_dense = dense(hidden_size, "attention_output_dense")
-    self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
+    self.attention_dropout = dropout.Dropout(hidden_dropout_prob)
     self.attention_layer_norm = layer_norm.make_layer_norm("attention_output_LayerNorm")
     if intermediate_kernel_transposed:
       self.intermediate_dense = transposed_dense.TransposedDense(
@@ -69,7 +70,7 @@ class TransformerLayer(keras.layers.Layer):
     self.activation = activations.get_activation(hidden_act)
     self.training_activation = activations.get_training_activation(hidden_act)
     self.output_dense = dense(hidden_size, "output_dense")
-    self.output_dropout = keras.layers.Dropout(hidden_dropout_prob)
+    self.output_dropout = dropout.Dropout(hidden_dropout_prob)
     self.output_layer_norm = layer_norm.make_layer_norm("output_LayerNorm")
 
   def build(self, input_shape):
