@@ -79,9 +79,10 @@ def _xla_fused(activation):
   def in_float32(x):
     return tf.cast(activation(tf.cast(x, tf.float32)), x.dtype)
 
-  value = tf.function(in_float32, jit_compile=True)
+  # Straight-line code: AutoGraph would only add tracing time.
+  value = tf.function(in_float32, jit_compile=True, autograph=False)
 
-  @tf.function(jit_compile=True)
+  @tf.function(jit_compile=True, autograph=False)
   def gradient(x, upstream):
     with tf.GradientTape() as tape:
       tape.watch(x)

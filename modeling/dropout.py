@@ -71,7 +71,7 @@ def random_halves(shape, seed):
   return tf.reshape(tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size], shape)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _masked(values, bits, threshold):
   """`values` where `bits >= threshold`, scaled by 65536 / (65536 - threshold); 0 elsewhere.
 

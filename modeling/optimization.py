@@ -202,6 +202,9 @@ class AdamWeightDecay(tf.Module):
     return bool(self.weight_decay_rate) and not any(
         re.search(pattern, name) for pattern in self.exclude_from_weight_decay)
 
+  # Python conditions only, here and in everything it calls: AutoGraph's conversion (when a
+  # training step calls this inside `tf.function`) would only add tracing time.
+  @tf.autograph.experimental.do_not_convert
   def apply_gradients(self, grads_and_vars, should_apply=None):
     """Clips the gradients to the global norm and applies one update to every variable.
 
@@ -287,7 +290,7 @@ class AdamWeightDecay(tf.Module):
       self._compiled_next_values[options] = tf.function(
           functools.partial(self._next_values, use_weight_decay=use_weight_decay,
                             use_layer_adaptation=use_layer_adaptation),
-          input_signature=signature, jit_compile=True)
+          input_signature=signature, jit_compile=True, autograph=False)
     return self._compiled_next_values[options]
 
   def _next_values(self, param, gradient, m, v, gradient_scale, learning_rate, should_apply=None,

@@ -201,6 +201,10 @@ class Trainer:
     return {name: (tf.cast(s, tf.float32), tf.cast(c, tf.float32))
             for name, (s, c) in metrics.items()}
 
+  # These two run a task's model and loss, written with Python conditions only (a task's
+  # contract, training/task.py): AutoGraph's conversion of them and of everything they call
+  # would only add tracing time.
+  @tf.autograph.experimental.do_not_convert
   def _forward_backward(self, features):
     """Loss, metrics and gradients of one micro-batch on one replica.
 
@@ -257,6 +261,7 @@ class Trainer:
                                    should_apply=should_apply)
     return loss / float(self.num_replicas), metrics
 
+  @tf.autograph.experimental.do_not_convert
   def _replica_eval_step(self, features):
     """Returns (loss * batch size, batch size, metric sums/counts) of one replica's batch."""
     outputs = self.task.call_model(self.model, features, training=False)

@@ -7,7 +7,9 @@ class Task(abc.ABC):
   """What a runner supplies to `engine.Trainer`: a model, its loss and its metrics.
 
   The engine builds the model inside the distribution strategy scope, runs `call_model` and
-  `compute_loss` on each replica's batch, and aggregates what `compute_loss` returns.
+  `compute_loss` on each replica's batch, and aggregates what `compute_loss` returns. It traces
+  them without AutoGraph: a condition on a tensor must be a TensorFlow op (`tf.where`,
+  `tf.cond`), not a Python `if`.
 
   Attributes:
     metric_names: names of the metrics `compute_loss` returns (the engine sums them over steps,
