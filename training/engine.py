@@ -201,9 +201,9 @@ class Trainer:
     return {name: (tf.cast(s, tf.float32), tf.cast(c, tf.float32))
             for name, (s, c) in metrics.items()}
 
-  # These two run a task's model and loss, written with Python conditions only (a task's
-  # contract, training/task.py): AutoGraph's conversion of them and of everything they call
-  # would only add tracing time.
+  # This, `_replica_eval_step` and `predict`'s step run a task's model and loss, written with
+  # Python conditions only (a task's contract, training/task.py): AutoGraph's conversion of them
+  # and of everything they call would only add tracing time.
   @tf.autograph.experimental.do_not_convert
   def _forward_backward(self, features):
     """Loss, metrics and gradients of one micro-batch on one replica.
@@ -676,6 +676,7 @@ class Trainer:
     """
     self.initialize()
     if self._predict_step is None:
+      @tf.autograph.experimental.do_not_convert  # as `_forward_backward`
       def replica_step(features):
         outputs = self.task.call_model(self.model, features, training=False)
         return (self.task.prediction_outputs(features, outputs),
