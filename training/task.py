@@ -8,8 +8,8 @@ class Task(abc.ABC):
 
   The engine builds the model inside the distribution strategy scope, runs `call_model` and
   `compute_loss` on each replica's batch, and aggregates what `compute_loss` returns. It traces
-  them (and `prediction_outputs`) without AutoGraph: a condition on a tensor must be a TensorFlow op (`tf.where`,
-  `tf.cond`), not a Python `if`.
+  them (and `prediction_outputs`) without AutoGraph: a condition on a tensor must be a
+  TensorFlow op (`tf.where`, `tf.cond`), not a Python `if`.
 
   Attributes:
     metric_names: names of the metrics `compute_loss` returns (the engine sums them over steps,
