@@ -117,7 +117,8 @@ def test_every_dropout_of_the_model_is_this_one():
   config = bert_config_lib.BertConfig(vocab_size=20, hidden_size=16, num_hidden_layers=2,
                                       num_attention_heads=2, intermediate_size=32)
   model = pretraining_model.BertPretrainingModel(config)
-  layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Dropout)]  # pylint: disable=protected-access
+  sublayers = model._flatten_layers()  # pylint: disable=protected-access
+  layers = [layer for layer in sublayers if isinstance(layer, keras.layers.Dropout)]
   # The embeddings' and three a layer (attention probabilities, the two sub-layer outputs).
   assert sum(layer.rate > 0 for layer in layers) == 1 + 3 * config.num_hidden_layers
   assert all(isinstance(layer, dropout.Dropout) for layer in layers)
