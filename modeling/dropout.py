@@ -43,10 +43,8 @@ class Dropout(keras.layers.Dropout):
 
   def call(self, inputs, training=False):
     """Args: inputs: float tensor of any shape. Returns: the same shape and dtype."""
-    if not training or self.rate == 0:
-      return inputs
-    threshold = min(round(self.rate * _LEVELS), _LEVELS)
-    if threshold == 0:
+    threshold = round(self.rate * _LEVELS)  # Keras's layer has checked 0 <= rate <= 1
+    if not training or threshold == 0:
       return inputs
     if threshold == _LEVELS:
       return tf.zeros_like(inputs)
