@@ -25,7 +25,7 @@ class BertClassifier(task_model.BertTaskModel):
     num_outputs: classes (classification), labels (multi-label), 1 (regression) or tags.
     per_token: classify every token (NER) instead of the sequence.
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the logits are
-      the same, but with `per_token` the padding's are the bias alone. For inference outside XLA.
+      the same, but with `per_token` the padding's are the bias alone. Not under XLA.
     intermediate_kernel_transposed: each encoder layer's first feed-forward kernel stored
       transposed (`BertEncoder`); the logits are the same. For exports.
     **kwargs: passed to `keras.Model`.

@@ -90,8 +90,11 @@ class BertEncoder(config_model.BertConfigModel):
       --pack_sequences`): positions restart and attention stays within each instance. The
       variables are the same either way.
     drop_padding: run the layers on the real tokens alone (`token_rows`, `TransformerLayer`):
-      `sequence_output` and `encoder_outputs` hold zeros at padding, every other value is the
-      same; not with `packed`. For inference outside XLA (exports).
+      `sequence_output` and `encoder_outputs` hold zeros at padding (when training, but at the
+      few padding rows that round the rows up, `token_rows.RealTokenRows`), every other value is
+      the same; not with `packed`. Not under XLA (the number of real tokens is only known when
+      the graph runs): for exports, and for training outside XLA, where padded batches take
+      fewer operations (docs/benchmarks.md).
     intermediate_kernel_transposed: store each layer's first feed-forward kernel
       `[intermediate_size, hidden_size]` (`transposed_dense`), faster for inference on a few
       hundred rows; such a model gets its weights by `rebuilt` from one in the checkpoint layout,

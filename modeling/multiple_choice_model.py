@@ -38,7 +38,7 @@ class BertMultipleChoice(task_model.BertTaskModel):
   Args:
     config: a `BertConfig` (or its dict).
     drop_padding: the encoder computes the real tokens alone (`BertEncoder`); the scores are the
-      same. For inference outside XLA.
+      same. Not under XLA.
     intermediate_kernel_transposed: each encoder layer's first feed-forward kernel stored
       transposed (`BertEncoder`); the scores are the same. For exports.
     **kwargs: passed to `keras.Model`.

@@ -15,9 +15,19 @@ def scatter_rows(token_states, token_rows, num_rows):
   return tf.scatter_nd(token_rows, token_states, [num_rows, token_states.shape[-1]])
 
 
+# When training, the rows are rounded up to a multiple of this: the training step's XLA kernels
+# (`activations.get_training_activation`, `dropout.Dropout`) compile once per row count, so a
+# batch's exact count of real tokens would compile them anew almost every step.
+TRAINING_ROW_MULTIPLE = 128
+
+
 class RealTokenRows(keras.layers.Layer):
   """int `[batch_size, seq_length]` input mask -> int64 `[num_tokens, 1]`, the rows of its real
   tokens in `[batch_size * seq_length]`, in order.
+
+  When training, the first padding rows join them until their number is a multiple of
+  `TRAINING_ROW_MULTIPLE` (or every row): a padding row is computed as in the padded batch, and
+  no real token attends to it.
 
   Example:
     >>> import tensorflow as tf
@@ -26,8 +36,15 @@ class RealTokenRows(keras.layers.Layer):
     array([0, 1, 3])
   """
 
-  def call(self, input_mask):
-    return tf.where(tf.not_equal(tf.reshape(input_mask, [-1]), 0))
+  def call(self, input_mask, training=False):
+    is_token = tf.not_equal(tf.reshape(input_mask, [-1]), 0)
+    if training:
+      num_tokens = tf.reduce_sum(tf.cast(is_token, tf.int32))
+      num_rows = tf.minimum(-(-num_tokens // TRAINING_ROW_MULTIPLE) * TRAINING_ROW_MULTIPLE,
+                            tf.size(is_token))
+      padding_rank = tf.cumsum(tf.cast(tf.logical_not(is_token), tf.int32))  # 1, 2, ... at padding
+      is_token = tf.logical_or(is_token, padding_rank <= num_rows - num_tokens)
+    return tf.where(is_token)
 
 
 class GatherTokenRows(keras.layers.Layer):
@@ -41,7 +58,8 @@ class GatherTokenRows(keras.layers.Layer):
 
 
 class ScatterTokenRows(keras.layers.Layer):
-  """`[num_tokens, hidden_size]` -> `[batch_size, seq_length, hidden_size]`, zeros at padding."""
+  """`[num_tokens, hidden_size]` -> `[batch_size, seq_length, hidden_size]`, zeros at the rows
+  `token_rows` does not hold."""
 
   def call(self, token_states, token_rows, input_mask):
     """Args: token_states `[num_tokens, hidden_size]`; token_rows int64 `[num_tokens, 1]`

@@ -93,9 +93,8 @@ class TransformerLayer(keras.layers.Layer):
         original's input mask); or int `[batch_size, seq_length, seq_length]`, which positions
         each position attends to (`attention.PackedAttentionMask`).
       token_rows: None, or int64 `[num_tokens, 1]` (`token_rows.RealTokenRows` of a 2-D
-        `attention_mask`): the projections, feed-forward and layer norms run on the real tokens
-        alone. For inference outside XLA (the number of real tokens is only known when the graph
-        runs).
+        `attention_mask`): the projections, feed-forward and layer norms run on these rows
+        alone. Not under XLA (the number of real tokens is only known when the graph runs).
       training: apply dropout, and run the GELU as its XLA-compiled training form
         (`activations.get_training_activation`).
 

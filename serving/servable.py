@@ -33,8 +33,10 @@ def served_copy(model, drop_padding=False):
   with `drop_padding`, the real tokens computed alone (`drop_padding=True`, for a model whose
   outputs read no padding position); the outputs are the same."""
   layout = {"intermediate_kernel_transposed": True}
-  if drop_padding:  # an option of the families that use it only (the span model has none)
-    layout["drop_padding"] = True
+  # An option of the families that use it only (the span model has none); a model trained with
+  # it is served without it unless asked.
+  if drop_padding or getattr(model, "drop_padding", False):
+    layout["drop_padding"] = drop_padding
   return model.rebuilt(**layout)
 
 

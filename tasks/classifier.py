@@ -56,6 +56,7 @@ class ClassifierTask(task_lib.Task):
     bert_config: a `BertConfig`.
     kind: CLASSIFICATION, REGRESSION or MULTI_LABEL.
     num_labels: the label list's length (ignored for regression, which has one output).
+    drop_padding: the model computes the real tokens alone (`BertEncoder`); not under XLA.
 
   Example:
     >>> import tensorflow as tf
@@ -71,14 +72,16 @@ class ClassifierTask(task_lib.Task):
     ...                          lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
-  def __init__(self, bert_config, kind, num_labels):
+  def __init__(self, bert_config, kind, num_labels, drop_padding=False):
     self.bert_config = bert_config
     self.kind = kind
     self.num_outputs = 1 if kind == REGRESSION else num_labels
+    self.drop_padding = drop_padding
     self.metric_names = (() if kind == REGRESSION else ("accuracy",))
 
   def build_model(self):
-    return classifier_model.BertClassifier(self.bert_config, self.num_outputs)
+    return classifier_model.BertClassifier(self.bert_config, self.num_outputs,
+                                           drop_padding=self.drop_padding)
 
   def compute_loss(self, features, outputs, training):
     weights = tf.cast(features["is_real_example"], tf.float32)

@@ -89,8 +89,10 @@ class FineTuningSpec:
     """The features trimmed by dynamic padding, or None for the pipeline's default."""
     return None
 
-  def make_task(self, config, bert_config, inputs):
-    """The `training.task.Task` to train."""
+  def make_task(self, config, bert_config, inputs, drop_padding):
+    """The `training.task.Task` to train. `drop_padding` (`drop_padding_of`): its model may
+    compute the real tokens alone (`BertEncoder(drop_padding=True)`), if its loss and outputs
+    read no padding position."""
     raise NotImplementedError
 
   def evaluate(self, config, inputs, run):
@@ -289,7 +291,8 @@ def _run(config, spec, bert_config):
     dynamic_padding = dynamic_padding_of(config, strategy)
     run_config = config.engine_run_config(num_train_steps, config.train_batch_size,
                                           config.eval_steps_batch_size)
-    trainer = engine.Trainer(strategy, spec.make_task(config, bert_config, inputs),
+    drop_padding = drop_padding_of(config, strategy, dynamic_padding)
+    trainer = engine.Trainer(strategy, spec.make_task(config, bert_config, inputs, drop_padding),
                              run_config, optimizer_fn(config, num_train_steps, num_warmup_steps))
     # The weights are loaded here, before any training: a checkpoint damaged in a way only
     # loading finds (a checksum) fails while the files above can still be taken back.
@@ -297,9 +300,10 @@ def _run(config, spec, bert_config):
   run_state = Run(trainer, records, spec, config, inputs, dynamic_padding)
 
   if config.do_train:
-    logging.info("%s, batch size %d, %d steps (%d warmup), dynamic padding %s",
+    logging.info("%s, batch size %d, %d steps (%d warmup), dynamic padding %s%s",
                  spec.training_summary(inputs, records), config.train_batch_size,
-                 num_train_steps, num_warmup_steps, "on" if dynamic_padding else "off")
+                 num_train_steps, num_warmup_steps, "on" if dynamic_padding else "off",
+                 ", padding skipped by the layers" if drop_padding else "")
     run_state.train(evaluation_config)
   if config.final_checkpoint == "best":
     trainer.restore_best()
@@ -336,3 +340,12 @@ def dynamic_padding_of(config, strategy):
   if config.dynamic_padding is None:
     return not isinstance(strategy, tf.distribute.TPUStrategy)
   return config.dynamic_padding
+
+
+def drop_padding_of(config, strategy, dynamic_padding):
+  """Whether the model computes the real tokens alone: when batches are padded to
+  --max_seq_length (no dynamic padding, which already trims most of it) and outside XLA (no
+  --jit_compile, not a TPUStrategy), where a batch's number of real tokens can shape its
+  tensors (docs/benchmarks.md, "Fine-tuning against transformers")."""
+  return not (dynamic_padding or config.jit_compile
+              or isinstance(strategy, tf.distribute.TPUStrategy))

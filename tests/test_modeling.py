@@ -15,6 +15,7 @@ from modeling import encoder as encoder_lib
 from modeling import losses
 from modeling import multiple_choice_model
 from modeling import pretraining_model
+from modeling import token_rows as token_rows_lib
 from tests import xla_functions
 
 BASE_CONFIG = bert_config_lib.BertConfig(vocab_size=30522, type_vocab_size=2)
@@ -373,6 +374,55 @@ def test_an_encoder_that_drops_padding_gives_the_same_outputs_at_the_real_tokens
     assert not np.any(numpy(layer_output)[~real])
   assert np.all(np.any(numpy(padded["sequence_output"])[~real], axis=-1))
   assert dropping.get_config()["drop_padding"] and "drop_padding" not in encoder.get_config()
+
+
+def test_training_rounds_the_real_token_rows_up_with_the_first_padding_rows():
+  lengths = np.array([10, 64, 5, 30, 0])
+  input_mask = (np.arange(64)[None] < lengths[:, None]).astype(np.int32)  # 109 real of 320 rows
+  real_rows = np.flatnonzero(input_mask.reshape(-1))
+  layer = token_rows_lib.RealTokenRows()
+  np.testing.assert_array_equal(layer(input_mask)[:, 0], real_rows)
+  rows = layer(input_mask, training=True).numpy()[:, 0]
+  assert len(rows) == token_rows_lib.TRAINING_ROW_MULTIPLE
+  padding_rows = np.setdiff1d(np.arange(input_mask.size), real_rows)
+  np.testing.assert_array_equal(rows, np.sort(np.concatenate([real_rows, padding_rows[:128 - 109]])))
+  # A count already a multiple takes no padding row; rounding never goes past the batch.
+  np.testing.assert_array_equal(layer(np.ones([2, 64], np.int32), training=True)[:, 0],
+                                np.arange(128))
+  np.testing.assert_array_equal(layer(input_mask[:3, :40], training=True)[:, 0], np.arange(120))
+
+
+def test_training_on_the_real_tokens_alone_gives_the_padded_encoder_s_gradients():
+  config = bert_config_lib.BertConfig(**{**TINY, "max_position_embeddings": 64,
+                                         "hidden_dropout_prob": 0.0,
+                                         "attention_probs_dropout_prob": 0.0})
+  encoder = encoder_lib.BertEncoder(config)
+  dropping = encoder.rebuilt(drop_padding=True)
+  features = _tiny_features(batch_size=8, seq_length=40, num_predictions=2)
+  features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  assert 0 < features["input_mask"].sum() % token_rows_lib.TRAINING_ROW_MULTIPLE
+  real = tf.cast(features["input_mask"][:, :, tf.newaxis], tf.float32)
+  rng = np.random.default_rng(1)
+  pooled_weights = rng.normal(size=[TINY["hidden_size"]]).astype(np.float32)
+  token_weights = rng.normal(size=[40, TINY["hidden_size"]]).astype(np.float32)
+
+  def loss_and_gradients(model):
+    """A loss of the pooled output and of the real tokens' last states (a classifier's and a
+    tagger's), its gradients for every variable."""
+    with tf.GradientTape() as tape:
+      outputs = model(features, training=True)
+      loss = (tf.reduce_sum(tf.tanh(outputs["pooled_output"]) * pooled_weights)
+              + tf.reduce_sum(tf.tanh(outputs["sequence_output"]) * real * token_weights))
+    gradients = tape.gradient(loss, [v.value for v in model.trainable_variables])
+    return loss.numpy(), [tf.convert_to_tensor(g).numpy() for g in gradients]
+
+  padded_loss, padded_gradients = loss_and_gradients(encoder)
+  dropped_loss, dropped_gradients = loss_and_gradients(dropping)
+  np.testing.assert_allclose(dropped_loss, padded_loss, rtol=1e-5)
+  for variable, dropped, padded in zip(encoder.trainable_variables, dropped_gradients,
+                                       padded_gradients, strict=True):
+    assert np.any(padded), variable.path
+    np.testing.assert_allclose(dropped, padded, atol=1e-5, rtol=1e-4, err_msg=variable.path)
 
 
 def test_an_encoder_with_transposed_feed_forward_kernels_gives_the_same_outputs():

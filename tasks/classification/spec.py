@@ -117,8 +117,9 @@ class ClassificationSpec(runner.FineTuningSpec):
     return classifier_features.feature_spec(config.max_seq_length, inputs.processor.kind,
                                             len(inputs.label_list))
 
-  def make_task(self, config, bert_config, inputs):
-    return classifier.ClassifierTask(bert_config, inputs.processor.kind, len(inputs.label_list))
+  def make_task(self, config, bert_config, inputs, drop_padding):
+    return classifier.ClassifierTask(bert_config, inputs.processor.kind, len(inputs.label_list),
+                                     drop_padding=drop_padding)
 
   def evaluate(self, config, inputs, run):
     kind = inputs.processor.kind

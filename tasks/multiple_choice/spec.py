@@ -104,8 +104,8 @@ class MultipleChoiceSpec(runner.FineTuningSpec):
     return multiple_choice_features.multiple_choice_feature_spec(inputs.num_choices,
                                                                  config.max_seq_length)
 
-  def make_task(self, config, bert_config, inputs):
-    return multiple_choice_task.MultipleChoiceTask(bert_config)
+  def make_task(self, config, bert_config, inputs, drop_padding):
+    return multiple_choice_task.MultipleChoiceTask(bert_config, drop_padding=drop_padding)
 
   def evaluate(self, config, inputs, run):
     scores, features = run.predict("eval", config.eval_batch_size,

@@ -11,6 +11,7 @@ class MultipleChoiceTask(classifier.ClassifierTask):
 
   Args:
     bert_config: a `BertConfig`.
+    drop_padding: the model computes the real tokens alone (`BertEncoder`); not under XLA.
 
   Example:
     >>> import tensorflow as tf
@@ -26,9 +27,11 @@ class MultipleChoiceTask(classifier.ClassifierTask):
     ...                          lambda: optimization.create_optimizer(1e-4, 10, 1))
   """
 
-  def __init__(self, bert_config):
+  def __init__(self, bert_config, drop_padding=False):
     # The number of choices comes from the inputs; the model has no per-class weights.
-    super().__init__(bert_config, classifier.CLASSIFICATION, num_labels=None)
+    super().__init__(bert_config, classifier.CLASSIFICATION, num_labels=None,
+                     drop_padding=drop_padding)
 
   def build_model(self):
-    return multiple_choice_model.BertMultipleChoice(self.bert_config)
+    return multiple_choice_model.BertMultipleChoice(self.bert_config,
+                                                    drop_padding=self.drop_padding)

@@ -94,9 +94,9 @@ class NerSpec(runner.FineTuningSpec):
   def sequence_features(self, config, inputs):
     return tuple(self.feature_spec(config, inputs, "train"))
 
-  def make_task(self, config, bert_config, inputs):
+  def make_task(self, config, bert_config, inputs, drop_padding):
     return tagging_task.TaggingTask(bert_config, len(inputs.label_list),
-                                    config.max_seq_length)
+                                    config.max_seq_length, drop_padding=drop_padding)
 
   def _tag(self, config, inputs, run, split, batch_size, output_filename):
     """Predicts a split, writes its tagged copy; returns (sentences, predicted tags, loss)."""

@@ -38,6 +38,8 @@ class TaggingTask(task_lib.Task):
     bert_config: a `BertConfig`.
     num_labels: the tag list's length.
     max_seq_length: length of `predict`'s outputs (batches with dynamic padding are shorter).
+    drop_padding: the model computes the real tokens alone (`BertEncoder`); not under XLA. The
+      padding positions' predicted ids are then the output layer's bias alone; no tag reads them.
 
   Example:
     >>> import tensorflow as tf
@@ -54,13 +56,15 @@ class TaggingTask(task_lib.Task):
 
   metric_names = ("token_accuracy",)
 
-  def __init__(self, bert_config, num_labels, max_seq_length):
+  def __init__(self, bert_config, num_labels, max_seq_length, drop_padding=False):
     self.bert_config = bert_config
     self.num_labels = num_labels
     self.max_seq_length = max_seq_length
+    self.drop_padding = drop_padding
 
   def build_model(self):
-    return classifier_model.BertClassifier(self.bert_config, self.num_labels, per_token=True)
+    return classifier_model.BertClassifier(self.bert_config, self.num_labels, per_token=True,
+                                           drop_padding=self.drop_padding)
 
   def compute_loss(self, features, outputs, training):
     losses, weights = per_token_loss(outputs, features)

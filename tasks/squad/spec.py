@@ -120,7 +120,10 @@ class SquadSpec(runner.FineTuningSpec):
   def feature_spec(self, config, inputs, split):
     return squad_features.squad_feature_spec(config.max_seq_length, is_training=split == "train")
 
-  def make_task(self, config, bert_config, inputs):
+  def make_task(self, config, bert_config, inputs, drop_padding):
+    # The original's span loss is a softmax over every position, padding included: its model
+    # computes them all.
+    del drop_padding
     return squad_task.SquadTask(bert_config, config.max_seq_length)
 
   def _answer(self, config, inputs, run):
