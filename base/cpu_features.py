@@ -1,7 +1,9 @@
-"""Whether this machine's processor computes bfloat16 dot products in hardware.
+"""What this machine's processor computes in hardware: bfloat16 dot products, and the width of
+its x86 vectors.
 
-Without such instructions TensorFlow emulates bfloat16 matrix products with float32 ones plus
-conversions, which is slower than float32 alone; a bfloat16 export is worth it only with them.
+Without bfloat16 dot-product instructions TensorFlow emulates bfloat16 matrix products with
+float32 ones plus conversions, which is slower than float32 alone; a bfloat16 export is worth it
+only with them.
 Read from Linux's /proc/cpuinfo: x86 `avx512_bf16` (Cooper Lake, Zen 4 and later) or
 `amx_bf16` (Sapphire Rapids and later) among the `flags`, Arm `bf16` (Armv8.6, e.g. Graviton3)
 among the `Features`. Elsewhere (no /proc/cpuinfo) the answer is False.
@@ -14,6 +16,10 @@ Example:
   False
   >>> cpu_features.has_bfloat16_dot_product("Features\\t: fp asimd sve bf16\\n")
   True
+  >>> cpu_features.is_avx2_without_avx512("flags\\t\\t: fpu sse2 avx2 fma\\n")
+  True
+  >>> cpu_features.is_avx2_without_avx512("flags\\t\\t: fpu sse2 avx2 fma avx512f\\n")
+  False
 """
 
 CPUINFO = "/proc/cpuinfo"
@@ -54,3 +60,18 @@ def has_bfloat16_dot_product(cpuinfo=None):
     a bool.
   """
   return bool(feature_names(cpuinfo) & BFLOAT16_DOT_PRODUCT_FEATURES)
+
+
+def is_avx2_without_avx512(cpuinfo=None):
+  """Whether the processor is an x86 one with AVX2 and without AVX-512 (`avx512f`): oneDNN's
+  products then run on 256-bit vectors, and some favour other kernel layouts
+  (`serving.servable.served_copy`).
+
+  Args:
+    cpuinfo: a /proc/cpuinfo text; default this machine's (False where there is none).
+
+  Returns:
+    a bool.
+  """
+  features = feature_names(cpuinfo)
+  return "avx2" in features and "avx512f" not in features

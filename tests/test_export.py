@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from base import cpu_features
 from data import graph_packing
 from data import sequence_pairs
 from data import tokenization
@@ -79,17 +80,23 @@ print(json.dumps({"empty_shapes": {k: v.shape.as_list() for k, v in empty.items(
 """
 
 
-def test_the_served_classifier_computes_the_real_tokens_alone_and_answers_the_same(tiny_model):
+@pytest.mark.parametrize("avx2_without_avx512", [True, False])
+def test_the_served_classifier_computes_the_real_tokens_alone_and_answers_the_same(
+    tiny_model, monkeypatch, avx2_without_avx512):
+  monkeypatch.setattr(cpu_features, "is_avx2_without_avx512",
+                      lambda cpuinfo=None: avx2_without_avx512)
   vocab_file, config_file = tiny_model
   model = classifier_model.BertClassifier(bert_config_lib.BertConfig.from_json_file(config_file),
                                           num_outputs=3)
   server = classifier_server.ClassifierServer(model, vocab_file, True, ["a", "b", "c"],
                                               classifier.CLASSIFICATION, 16, has_pairs=False)
   assert server.model.drop_padding and not model.drop_padding  # a copy; the model is unchanged
-  assert server.model.intermediate_kernel_transposed and not model.intermediate_kernel_transposed
+  # The first feed-forward kernel is stored transposed on AVX2 processors only.
+  assert server.model.intermediate_kernel_transposed is avx2_without_avx512
+  assert not model.intermediate_kernel_transposed
   listed = set(server.model_variables)
-  assert "layer_0/intermediate_dense/kernel_transposed" in listed
-  assert "layer_0/intermediate_dense/kernel" not in listed
+  assert ("layer_0/intermediate_dense/kernel_transposed" in listed) is avx2_without_avx512
+  assert ("layer_0/intermediate_dense/kernel" in listed) is not avx2_without_avx512
   ids = tf.constant([[2, 7, 8, 9, 3, 0, 0, 0], [2, 5, 3, 0, 0, 0, 0, 0], [2, 6, 6, 6, 6, 6, 6, 3]])
   inputs = {"input_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
             "segment_ids": tf.zeros_like(ids)}
