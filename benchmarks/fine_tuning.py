@@ -70,10 +70,12 @@ Two parts, one run (`--parts` picks them):
                    step of part 1 (AdamW, linear warm-up 10%, clipping at 1), float32 and
                    autocast bfloat16; then the dev set in the same precision.
 
-   Padding: `max_length` pads every example to 128 on both sides (equal work); `dynamic` is the
-   project's default, which groups training examples by length into buckets 16 tokens wide and
-   pads each batch to its bucket's width (`training/input_pipeline.py`); the transformers loop
-   then batches its examples the same way, so both sides do the same work again.
+   Padding: `max_length` pads every example to 128 on both sides (the same batches; ours then
+   computes the real tokens alone, as `run_classifier.py --dynamic_padding=false` does outside
+   XLA, and transformers every position); `dynamic` is the project's default, which groups
+   training examples by length into buckets 16 tokens wide and pads each batch to its bucket's
+   width (`training/input_pipeline.py`); the transformers loop then batches its examples the same
+   way, so both sides do the same work.
 
    Printed per run: the training steps; the training loop's seconds (ours: from the runner's
    "Training on" log line to the log line of the last step, so data pipeline start-up and
