@@ -97,8 +97,8 @@ class BertEncoder(config_model.BertConfigModel):
       fewer operations (docs/benchmarks.md).
     intermediate_kernel_transposed: store each layer's first feed-forward kernel
       `[intermediate_size, hidden_size]` (`transposed_dense`), faster for inference on a few
-      hundred rows; such a model gets its weights by `rebuilt` from one in the checkpoint layout,
-      and has no `name_to_variable`. For exports.
+      hundred rows on an AVX2 processor; such a model gets its weights by `rebuilt` from one in
+      the checkpoint layout, and has no `name_to_variable`. For exports.
     **kwargs: passed to `keras.Model` (e.g. `name`).
 
   Inputs (dict):

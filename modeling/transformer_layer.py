@@ -26,8 +26,8 @@ class TransformerLayer(keras.layers.Layer):
     attention_probs_dropout_prob: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
     intermediate_kernel_transposed: store the feed-forward's first kernel as
-      `[intermediate_size, hidden_size]` (`transposed_dense.TransposedDense`), the layout served
-      models use; its checkpoint name then maps to no variable.
+      `[intermediate_size, hidden_size]` (`transposed_dense.TransposedDense`), the layout models
+      served on AVX2 processors use; its checkpoint name then maps to no variable.
 
   Example:
     >>> import tensorflow as tf
