@@ -28,15 +28,15 @@ def model_variables(*models):
   return variables
 
 
-def served_copy(model, drop_padding=False, cpuinfo=None):
+def served_copy(model, drop_padding=False):
   """The copy of `model` (a `BertConfigModel`) that exports compute with: on an AVX2 processor
-  without AVX-512 (`cpu_features.is_avx2_without_avx512` of `cpuinfo`, default this machine's),
-  each layer's first feed-forward kernel stored transposed (`intermediate_kernel_transposed`:
-  faster there, slower with AVX-512, docs/serving.md) and, with `drop_padding`, the real tokens
-  computed alone (`drop_padding=True`, for a model whose outputs read no padding position); the
-  outputs are the same."""
+  without AVX-512 (`cpu_features.is_avx2_without_avx512`, this machine's), each layer's first
+  feed-forward kernel stored transposed (`intermediate_kernel_transposed`: faster there, slower
+  with AVX-512, docs/serving.md) and, with `drop_padding`, the real tokens computed alone
+  (`drop_padding=True`, for a model whose outputs read no padding position); the outputs are
+  the same."""
   layout = {}
-  if cpu_features.is_avx2_without_avx512(cpuinfo):
+  if cpu_features.is_avx2_without_avx512():
     layout["intermediate_kernel_transposed"] = True
   # An option of the families that use it only (the span model has none); a model trained with
   # it is served without it unless asked.
