@@ -4,8 +4,9 @@ processors use for the feed-forward's first product (`serving.servable.served_co
 TensorFlow's oneDNN kernel takes a variable kernel in the layout it is stored in. On an AVX2
 processor, for a few hundred rows by a `[hidden_size, intermediate_size]` product, it runs faster
 when the kernel is stored transposed, `[intermediate_size, hidden_size]`, and multiplied with
-`transpose_b`; with AVX-512 it runs slower so (figures in docs/serving.md). Checkpoints keep the original's `[in, out]` layout; a model is given this
-layout by `BertConfigModel.rebuilt`, which transposes the values it copies (`copied_value`).
+`transpose_b`; with AVX-512 it runs slower so (figures in docs/serving.md). Checkpoints keep the
+original's `[in, out]` layout; a model is given this layout by `BertConfigModel.rebuilt`, which
+transposes the values it copies (`copied_value`).
 """
 
 import keras

@@ -385,7 +385,8 @@ def test_training_rounds_the_real_token_rows_up_with_the_first_padding_rows():
   rows = layer(input_mask, training=True).numpy()[:, 0]
   assert len(rows) == token_rows_lib.TRAINING_ROW_MULTIPLE
   padding_rows = np.setdiff1d(np.arange(input_mask.size), real_rows)
-  np.testing.assert_array_equal(rows, np.sort(np.concatenate([real_rows, padding_rows[:128 - 109]])))
+  np.testing.assert_array_equal(rows,
+                                np.sort(np.concatenate([real_rows, padding_rows[:128 - 109]])))
   # A count already a multiple takes no padding row; rounding never goes past the batch.
   np.testing.assert_array_equal(layer(np.ones([2, 64], np.int32), training=True)[:, 0],
                                 np.arange(128))
