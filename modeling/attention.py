@@ -115,7 +115,8 @@ class SelfAttention(keras.layers.Layer):
       training: apply dropout.
       token_rows: None, or int64 `[num_tokens, 1]`, the row of each row of `hidden_states` in
         `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the
-        real tokens alone, and the scores between them with zeros in the padding's place.
+        real tokens alone, and the scores between them with copies of their rows, masked, in
+        the padding's place (`token_rows.spread_rows`).
 
     Returns:
       context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
@@ -124,11 +125,15 @@ class SelfAttention(keras.layers.Layer):
     batch_size = tf.shape(mask_adder)[0]
     seq_length = tf.shape(mask_adder)[3]
 
+    if token_rows is not None:
+      state_rows = token_rows_lib.source_rows(token_rows, batch_size * seq_length)
+
     def padded(rows):
-      """`[num_tokens, H]` -> `[batch_size * seq_length, H]`, zeros at padding."""
+      """`[num_tokens, H]` -> `[batch_size * seq_length, H]`. At padding, whatever `spread_rows`
+      copies there: a masked key and value, a query whose context is dropped."""
       if token_rows is None:
         return rows
-      return token_rows_lib.scatter_rows(rows, token_rows, batch_size * seq_length)
+      return token_rows_lib.spread_rows(rows, token_rows, state_rows)
 
     def split_heads(tensor):
       """`[batch_size * seq_length, H]` -> `[batch_size, A, seq_length, H / A]`."""

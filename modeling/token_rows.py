@@ -15,6 +15,44 @@ def scatter_rows(token_states, token_rows, num_rows):
   return tf.scatter_nd(token_rows, token_states, [num_rows, token_states.shape[-1]])
 
 
+def source_rows(token_rows, num_rows):
+  """int64 `[num_tokens, 1]` (`RealTokenRows`) -> int32 `[num_rows]`: for each row of the padded
+  layout, the row of `[num_tokens, ...]` that `spread_rows` copies there: its own where
+  `token_rows` holds it, else the last held row before it (the first held row before any)."""
+  is_held = tf.scatter_nd(token_rows, tf.ones([tf.shape(token_rows)[0]], tf.int32), [num_rows])
+  return tf.maximum(tf.cumsum(is_held) - 1, 0)
+
+
+def spread_rows(token_states, token_rows, state_rows):
+  """`[num_tokens, hidden_size]` -> `[num_rows, hidden_size]` as `scatter_rows`, but the rows
+  `token_rows` does not hold get a copy of some token's state instead of zeros: for consumers
+  that read nothing from those rows, as attention does from masked keys and dropped queries.
+
+  A gather, which copies whole rows on several threads, where `tf.scatter_nd` adds them one at a
+  time into zeros: two to four times faster forward (docs/benchmarks.md). Its gradient is the
+  upstream gradient's held rows, `tf.gather_nd` as `scatter_rows`' own: the gather's gradient
+  wherever the rows not held get a zero gradient, exactly so for a consumer that reads nothing
+  from them.
+
+  Args:
+    token_states: `[num_tokens, hidden_size]`.
+    token_rows: int64 `[num_tokens, 1]` (`RealTokenRows`).
+    state_rows: int32 `[num_rows]`, `source_rows(token_rows, num_rows)`.
+
+  Returns:
+    `[num_rows, hidden_size]`; zeros when there is no token.
+  """
+
+  @tf.custom_gradient
+  def spread(states):
+    spread_states = tf.cond(
+        tf.shape(states)[0] > 0, lambda: tf.gather(states, state_rows),
+        lambda: tf.zeros([tf.shape(state_rows)[0], states.shape[-1]], states.dtype))
+    return spread_states, lambda upstream: tf.gather_nd(upstream, token_rows)
+
+  return spread(token_states)
+
+
 # When training, the rows are rounded up to a multiple of this: the training step's XLA kernels
 # (`activations.get_training_activation`, `dropout.Dropout`) compile once per row count, so a
 # batch's exact count of real tokens would compile them anew almost every step.

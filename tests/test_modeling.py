@@ -393,6 +393,29 @@ def test_training_rounds_the_real_token_rows_up_with_the_first_padding_rows():
   np.testing.assert_array_equal(layer(input_mask[:3, :40], training=True)[:, 0], np.arange(120))
 
 
+def test_spread_rows_copies_token_states_to_their_rows_and_takes_their_gradients():
+  input_mask = np.array([[0, 1, 1, 0, 0], [1, 0, 1, 1, 0]], np.int32)  # starts with padding
+  token_rows = token_rows_lib.RealTokenRows()(input_mask)
+  states = tf.constant(np.arange(10, 60, dtype=np.float32).reshape(5, 10))
+  state_rows = token_rows_lib.source_rows(token_rows, input_mask.size)
+  np.testing.assert_array_equal(state_rows, [0, 0, 1, 1, 1, 2, 2, 3, 4, 4])
+  upstream = tf.random.normal([input_mask.size, 10])
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(states)
+    spread = token_rows_lib.spread_rows(states, token_rows, state_rows)
+    scattered = token_rows_lib.scatter_rows(states, token_rows, input_mask.size)
+  held = input_mask.reshape(-1).astype(bool)
+  np.testing.assert_array_equal(spread.numpy()[held], scattered.numpy()[held])
+  np.testing.assert_array_equal(spread.numpy()[~held], states.numpy()[[0, 1, 1, 2, 4]])
+  # The held rows' gradient alone: the scatter's.
+  np.testing.assert_array_equal(tape.gradient(spread, states, output_gradients=upstream),
+                                tape.gradient(scattered, states, output_gradients=upstream))
+  no_token = token_rows_lib.RealTokenRows()(np.zeros([2, 3], np.int32))
+  empty = token_rows_lib.spread_rows(tf.zeros([0, 4]), no_token,
+                                     token_rows_lib.source_rows(no_token, 6))
+  np.testing.assert_array_equal(empty, np.zeros([6, 4]))
+
+
 def test_training_on_the_real_tokens_alone_gives_the_padded_encoder_s_gradients():
   config = bert_config_lib.BertConfig(**{**TINY, "max_position_embeddings": 64,
                                          "hidden_dropout_prob": 0.0,
