@@ -147,10 +147,12 @@ class SelfAttention(keras.layers.Layer):
     query = split_heads(padded(self.query(hidden_states)))
     key = split_heads(padded(self.key(hidden_states)))
     value = split_heads(padded(self.value(hidden_states)))
-    scores = tf.matmul(query, key, transpose_b=True)
-    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
-    scores += tf.cast(mask_adder, tf.float32)
-    probabilities = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+    # Scaled and masked in the compute dtype, so that oneDNN fuses both into the scores' product
+    # (docs/benchmarks.md); the softmax runs in float32.
+    scores = tf.matmul(query, key, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
+    scores += tf.cast(mask_adder, scores.dtype)
+    probabilities = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32), axis=-1),
+                            self.compute_dtype)
     probabilities = self.dropout(probabilities, training=training)
     context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
     context = tf.reshape(context, [-1, self.hidden_size])
