@@ -291,7 +291,7 @@ def _run(config, spec, bert_config):
     dynamic_padding = dynamic_padding_of(config, strategy)
     run_config = config.engine_run_config(num_train_steps, config.train_batch_size,
                                           config.eval_steps_batch_size)
-    drop_padding = drop_padding_of(config, strategy, dynamic_padding)
+    drop_padding = drop_padding_of(config, strategy)
     trainer = engine.Trainer(strategy, spec.make_task(config, bert_config, inputs, drop_padding),
                              run_config, optimizer_fn(config, num_train_steps, num_warmup_steps))
     # The weights are loaded here, before any training: a checkpoint damaged in a way only
@@ -342,10 +342,9 @@ def dynamic_padding_of(config, strategy):
   return config.dynamic_padding
 
 
-def drop_padding_of(config, strategy, dynamic_padding):
-  """Whether the model computes the real tokens alone: when batches are padded to
-  --max_seq_length (no dynamic padding, which already trims most of it) and outside XLA (no
-  --jit_compile, not a TPUStrategy), where a batch's number of real tokens can shape its
-  tensors (docs/benchmarks.md, "Fine-tuning against transformers")."""
-  return not (dynamic_padding or config.jit_compile
-              or isinstance(strategy, tf.distribute.TPUStrategy))
+def drop_padding_of(config, strategy):
+  """Whether the model computes the real tokens alone: outside XLA (no --jit_compile, not a
+  TPUStrategy), where a batch's number of real tokens can shape its tensors. With dynamic
+  padding too: the padding left in length-bucketed batches still costs more than skipping it
+  (docs/benchmarks.md, "Fine-tuning against transformers")."""
+  return not (config.jit_compile or isinstance(strategy, tf.distribute.TPUStrategy))

@@ -1,5 +1,4 @@
-"""Fine-tuning on batches padded to --max_seq_length, outside XLA, computes the real tokens alone
-where the loss reads no padding."""
+"""Fine-tuning outside XLA computes the real tokens alone where the loss reads no padding."""
 
 import types
 
@@ -22,12 +21,10 @@ TINY = bert_config_lib.BertConfig(vocab_size=30, hidden_size=16, num_hidden_laye
                                   num_attention_heads=2, intermediate_size=32)
 
 
-@pytest.mark.parametrize("dynamic_padding, jit_compile, expected", [
-    (False, False, True), (False, True, False), (True, False, False)])
-def test_batches_padded_to_the_maximum_are_computed_on_their_real_tokens_outside_xla(
-    dynamic_padding, jit_compile, expected):
+@pytest.mark.parametrize("jit_compile, expected", [(False, True), (True, False)])
+def test_batches_are_computed_on_their_real_tokens_outside_xla(jit_compile, expected):
   config = types.SimpleNamespace(jit_compile=jit_compile)
-  assert runner.drop_padding_of(config, tf.distribute.get_strategy(), dynamic_padding) is expected
+  assert runner.drop_padding_of(config, tf.distribute.get_strategy()) is expected
 
 
 def test_each_family_builds_its_training_model_as_the_runner_says():
