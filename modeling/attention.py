@@ -156,7 +156,7 @@ class SelfAttention(keras.layers.Layer):
     probabilities = self.dropout(probabilities, training=training)
     context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
     context = tf.reshape(context, [-1, self.hidden_size])
-    return context if token_rows is None else tf.gather_nd(context, token_rows)
+    return context if token_rows is None else token_rows_lib.gather_rows(context, token_rows)
 
   def get_config(self):
     config = super().get_config()

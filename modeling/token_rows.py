@@ -8,11 +8,45 @@ import keras
 import tensorflow as tf
 
 
+def _holds_every_row(token_rows, num_rows):
+  """Whether `token_rows` (`RealTokenRows`, in order) is every row: a batch without padding,
+  whose rows are laid out alike both ways and need no gather or scatter."""
+  return tf.equal(tf.shape(token_rows, out_type=tf.int64)[0], tf.cast(num_rows, tf.int64))
+
+
+def gather_rows(rows, token_rows):
+  """`[num_rows, hidden_size]` -> `[num_tokens, hidden_size]`: the rows of `token_rows` (int64
+  `[num_tokens, 1]`, `RealTokenRows`); `rows` itself when that is every row."""
+
+  @tf.custom_gradient
+  def gather(rows):
+    every_row = _holds_every_row(token_rows, tf.shape(rows)[0])
+
+    def gradient(upstream):
+      upstream = tf.convert_to_tensor(upstream)
+      return tf.cond(every_row, lambda: upstream,
+                     lambda: tf.scatter_nd(token_rows, upstream, tf.shape(rows, tf.int64)))
+    return tf.cond(every_row, lambda: rows, lambda: tf.gather_nd(rows, token_rows)), gradient
+
+  return gather(rows)
+
+
 def scatter_rows(token_states, token_rows, num_rows):
   """`[num_tokens, hidden_size]` -> `[num_rows, hidden_size]` (`num_rows` = batch_size *
   seq_length), each state at its row of `token_rows` (int64 `[num_tokens, 1]`), zeros
-  elsewhere."""
-  return tf.scatter_nd(token_rows, token_states, [num_rows, token_states.shape[-1]])
+  elsewhere; `token_states` itself when `token_rows` is every row."""
+
+  @tf.custom_gradient
+  def scatter(states):
+    every_row = _holds_every_row(token_rows, num_rows)
+
+    def gradient(upstream):
+      upstream = tf.convert_to_tensor(upstream)
+      return tf.cond(every_row, lambda: upstream, lambda: tf.gather_nd(upstream, token_rows))
+    return tf.cond(every_row, lambda: states, lambda: tf.scatter_nd(
+        token_rows, states, [num_rows, states.shape[-1]])), gradient
+
+  return scatter(token_states)
 
 
 def source_rows(token_rows, num_rows):
@@ -40,15 +74,23 @@ def spread_rows(token_states, token_rows, state_rows):
     state_rows: int32 `[num_rows]`, `source_rows(token_rows, num_rows)`.
 
   Returns:
-    `[num_rows, hidden_size]`; zeros when there is no token.
+    `[num_rows, hidden_size]`: `token_states` itself when `token_rows` is every row, zeros when
+    there is no token.
   """
 
   @tf.custom_gradient
   def spread(states):
-    spread_states = tf.cond(
-        tf.shape(states)[0] > 0, lambda: tf.gather(states, state_rows),
-        lambda: tf.zeros([tf.shape(state_rows)[0], states.shape[-1]], states.dtype))
-    return spread_states, lambda upstream: tf.gather_nd(upstream, token_rows)
+    num_rows = tf.shape(state_rows)[0]
+    every_row = _holds_every_row(token_rows, num_rows)
+
+    def gradient(upstream):
+      upstream = tf.convert_to_tensor(upstream)
+      return tf.cond(every_row, lambda: upstream, lambda: tf.gather_nd(upstream, token_rows))
+
+    def spread_some():
+      return tf.cond(tf.shape(states)[0] > 0, lambda: tf.gather(states, state_rows),
+                     lambda: tf.zeros([num_rows, states.shape[-1]], states.dtype))
+    return tf.cond(every_row, lambda: states, spread_some), gradient
 
   return spread(token_states)
 
@@ -91,8 +133,7 @@ class GatherTokenRows(keras.layers.Layer):
   def call(self, hidden_states, token_rows):
     """Args: hidden_states `[batch_size, seq_length, hidden_size]`; token_rows int64
     `[num_tokens, 1]` (`RealTokenRows`). Returns `[num_tokens, hidden_size]`."""
-    hidden_size = hidden_states.shape[-1]
-    return tf.gather_nd(tf.reshape(hidden_states, [-1, hidden_size]), token_rows)
+    return gather_rows(tf.reshape(hidden_states, [-1, hidden_states.shape[-1]]), token_rows)
 
 
 class ScatterTokenRows(keras.layers.Layer):

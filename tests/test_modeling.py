@@ -416,6 +416,37 @@ def test_spread_rows_copies_token_states_to_their_rows_and_takes_their_gradients
   np.testing.assert_array_equal(empty, np.zeros([6, 4]))
 
 
+@pytest.mark.parametrize("input_mask", [[[0, 1, 1], [1, 0, 1]], [[1, 1, 1], [1, 1, 1]]],
+                         ids=["padded", "full"])
+def test_row_layouts_and_their_gradients_are_tensorflow_s_gather_and_scatter(input_mask):
+  """With padding, `gather_rows` / `scatter_rows` are `tf.gather_nd` / `tf.scatter_nd`; without,
+  the same values through their identity branch."""
+  input_mask = np.array(input_mask, np.int32)
+  token_rows = token_rows_lib.RealTokenRows()(input_mask)
+  rows = tf.random.normal([input_mask.size, 4])
+  states = tf.random.normal([len(token_rows), 4])
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch([rows, states])
+    gathered = token_rows_lib.gather_rows(rows, token_rows)
+    reference_gathered = tf.gather_nd(rows, token_rows)
+    scattered = token_rows_lib.scatter_rows(states, token_rows, input_mask.size)
+    reference_scattered = tf.scatter_nd(token_rows, states, [input_mask.size, 4])
+  np.testing.assert_array_equal(gathered, reference_gathered)
+  np.testing.assert_array_equal(scattered, reference_scattered)
+  gathered_upstream = tf.random.normal(gathered.shape)
+  scattered_upstream = tf.random.normal(scattered.shape)
+  for output, reference, source, upstream in (
+      (gathered, reference_gathered, rows, gathered_upstream),
+      (scattered, reference_scattered, states, scattered_upstream)):
+    np.testing.assert_array_equal(
+        tape.gradient(output, source, output_gradients=upstream),
+        tf.convert_to_tensor(tape.gradient(reference, source, output_gradients=upstream)))
+  spread = token_rows_lib.spread_rows(states, token_rows,
+                                      token_rows_lib.source_rows(token_rows, input_mask.size))
+  held = input_mask.reshape(-1).astype(bool)
+  np.testing.assert_array_equal(spread.numpy()[held], scattered.numpy()[held])
+
+
 def test_training_on_the_real_tokens_alone_gives_the_padded_encoder_s_gradients():
   config = bert_config_lib.BertConfig(**{**TINY, "max_position_embeddings": 64,
                                          "hidden_dropout_prob": 0.0,
