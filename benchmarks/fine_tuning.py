@@ -12,7 +12,8 @@ Two parts, one run (`--parts` picks them):
 
    Rows, per shape (`--precisions` picks float32, bfloat16 or both):
      ours fp32      the engine's own compiled training loop, as `run_classifier.py` builds it:
-                    `training.engine.Trainer` with `tasks.classifier.ClassifierTask` (2 labels),
+                    `training.engine.Trainer` with `tasks.classifier.ClassifierTask` (2 labels,
+                    `drop_padding`, as outside XLA; the batch has no padding to drop),
                     the flags' default strategy (`mirrored`: the CPU) and
                     `optimization.create_optimizer` (AdamWeightDecay, global-norm clipping at 1),
                     its `train_loop` called for one step at a time on a repeating dataset of the
@@ -273,8 +274,11 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
       num_train_steps=1000, train_batch_size=len(batch["label_ids"]),
       mixed_precision=POLICY[precision],
       init_checkpoint=str(bert_dir / "bert_model.ckpt") if bert_dir is not None else None)
+  # drop_padding as run_classifier.py builds the model outside XLA (`runner.drop_padding_of`);
+  # the batch has no padding.
   trainer = engine.Trainer(
-      strategy, classifier.ClassifierTask(bert_config, classifier.CLASSIFICATION, NUM_LABELS),
+      strategy, classifier.ClassifierTask(bert_config, classifier.CLASSIFICATION, NUM_LABELS,
+                                          drop_padding=True),
       run_config, lambda: optimization.create_optimizer(2e-5, 1000, 100, "adamw"))
   trainer.initialize()
   train_loop = trainer._build_train_loop()  # pylint: disable=protected-access
