@@ -13,7 +13,7 @@ Two parts, one run (`--parts` picks them):
    Rows, per shape (`--precisions` picks float32, bfloat16 or both):
      ours fp32      the engine's own compiled training loop, as `run_classifier.py` builds it:
                     `training.engine.Trainer` with `tasks.classifier.ClassifierTask` (2 labels,
-                    `drop_padding`, as outside XLA; the batch has no padding to drop),
+                    `drop_padding` as `runner.drop_padding_of` says; the batch has no padding),
                     the flags' default strategy (`mirrored`: the CPU) and
                     `optimization.create_optimizer` (AdamWeightDecay, global-norm clipping at 1),
                     its `train_loop` called for one step at a time on a repeating dataset of the
@@ -258,6 +258,7 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
   from modeling import bert_config as bert_config_lib  # pylint: disable=g-import-not-at-top
   from modeling import optimization  # pylint: disable=g-import-not-at-top
   from tasks import classifier  # pylint: disable=g-import-not-at-top
+  from tasks import runner  # pylint: disable=g-import-not-at-top
   from training import distribution  # pylint: disable=g-import-not-at-top
   from training import engine  # pylint: disable=g-import-not-at-top
   from training import input_pipeline  # pylint: disable=g-import-not-at-top
@@ -274,11 +275,11 @@ def ours_row(shape, precision, batch, bert_dir, work_dir):
       num_train_steps=1000, train_batch_size=len(batch["label_ids"]),
       mixed_precision=POLICY[precision],
       init_checkpoint=str(bert_dir / "bert_model.ckpt") if bert_dir is not None else None)
-  # drop_padding as run_classifier.py builds the model outside XLA (`runner.drop_padding_of`);
-  # the batch has no padding.
+  # The batch has no padding; the model is still built as run_classifier.py builds it.
   trainer = engine.Trainer(
       strategy, classifier.ClassifierTask(bert_config, classifier.CLASSIFICATION, NUM_LABELS,
-                                          drop_padding=True),
+                                          drop_padding=runner.drop_padding_of(run_config,
+                                                                              strategy)),
       run_config, lambda: optimization.create_optimizer(2e-5, 1000, 100, "adamw"))
   trainer.initialize()
   train_loop = trainer._build_train_loop()  # pylint: disable=protected-access
