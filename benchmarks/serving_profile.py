@@ -82,7 +82,7 @@ def cast_kind(op_name):
   if "LayerNorm" in op_name or re.search(r"layer_\d+_\d+/Cast_[24]$", op_name):
     return "layer norm input/output"
   if "attention_self" in op_name:
-    return "attention scores/probabilities"
+    return "attention mask adder"
   return "other"
 
 

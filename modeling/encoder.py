@@ -81,8 +81,8 @@ class BertEncoder(config_model.BertConfigModel):
   """The BERT encoder: embeddings, `num_hidden_layers` Transformer layers, pooler.
 
   Inputs carry the original names; every output the original's `BertModel` exposes is returned.
-  LayerNorm and the attention softmax run in float32 under a mixed-precision policy; the model
-  also runs under `jit_compile=True`.
+  LayerNorm runs in float32 under a mixed-precision policy, the attention softmax in the compute
+  dtype; the model also runs under `jit_compile=True`.
 
   Args:
     config: a `BertConfig`.
