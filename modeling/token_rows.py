@@ -14,6 +14,24 @@ def _holds_every_row(token_rows, num_rows):
   return tf.equal(tf.shape(token_rows, out_type=tf.int64)[0], tf.cast(num_rows, tf.int64))
 
 
+# The two layouts and each other's gradients. Each passes its input through when `every_row`
+# (`_holds_every_row`); the `tf.cond` sits inside the custom gradients that call these, since a
+# `tf.cond` around `tf.gather_nd` cannot be differentiated (its branches' gradients are
+# IndexedSlices of different specs).
+def _held_rows(rows, token_rows, every_row):
+  """`[num_rows, hidden_size]` -> `[num_tokens, hidden_size]`, the rows `token_rows` holds."""
+  rows = tf.convert_to_tensor(rows)
+  return tf.cond(every_row, lambda: rows, lambda: tf.gather_nd(rows, token_rows))
+
+
+def _placed_rows(token_states, token_rows, every_row, shape):
+  """`[num_tokens, hidden_size]` -> `shape` (`[num_rows, hidden_size]`), each state at its row
+  of `token_rows`, zeros elsewhere."""
+  token_states = tf.convert_to_tensor(token_states)
+  return tf.cond(every_row, lambda: token_states,
+                 lambda: tf.scatter_nd(token_rows, token_states, shape))
+
+
 def gather_rows(rows, token_rows):
   """`[num_rows, hidden_size]` -> `[num_tokens, hidden_size]`: the rows of `token_rows` (int64
   `[num_tokens, 1]`, `RealTokenRows`); `rows` itself when that is every row."""
@@ -21,12 +39,8 @@ def gather_rows(rows, token_rows):
   @tf.custom_gradient
   def gather(rows):
     every_row = _holds_every_row(token_rows, tf.shape(rows)[0])
-
-    def gradient(upstream):
-      upstream = tf.convert_to_tensor(upstream)
-      return tf.cond(every_row, lambda: upstream,
-                     lambda: tf.scatter_nd(token_rows, upstream, tf.shape(rows, tf.int64)))
-    return tf.cond(every_row, lambda: rows, lambda: tf.gather_nd(rows, token_rows)), gradient
+    return _held_rows(rows, token_rows, every_row), lambda upstream: _placed_rows(
+        upstream, token_rows, every_row, tf.shape(rows, tf.int64))
 
   return gather(rows)
 
@@ -39,12 +53,8 @@ def scatter_rows(token_states, token_rows, num_rows):
   @tf.custom_gradient
   def scatter(states):
     every_row = _holds_every_row(token_rows, num_rows)
-
-    def gradient(upstream):
-      upstream = tf.convert_to_tensor(upstream)
-      return tf.cond(every_row, lambda: upstream, lambda: tf.gather_nd(upstream, token_rows))
-    return tf.cond(every_row, lambda: states, lambda: tf.scatter_nd(
-        token_rows, states, [num_rows, states.shape[-1]])), gradient
+    placed = _placed_rows(states, token_rows, every_row, [num_rows, states.shape[-1]])
+    return placed, lambda upstream: _held_rows(upstream, token_rows, every_row)
 
   return scatter(token_states)
 
@@ -83,14 +93,11 @@ def spread_rows(token_states, token_rows, state_rows):
     num_rows = tf.shape(state_rows)[0]
     every_row = _holds_every_row(token_rows, num_rows)
 
-    def gradient(upstream):
-      upstream = tf.convert_to_tensor(upstream)
-      return tf.cond(every_row, lambda: upstream, lambda: tf.gather_nd(upstream, token_rows))
-
     def spread_some():
       return tf.cond(tf.shape(states)[0] > 0, lambda: tf.gather(states, state_rows),
                      lambda: tf.zeros([num_rows, states.shape[-1]], states.dtype))
-    return tf.cond(every_row, lambda: states, spread_some), gradient
+    return (tf.cond(every_row, lambda: states, spread_some),
+            lambda upstream: _held_rows(upstream, token_rows, every_row))
 
   return spread(token_states)
 
