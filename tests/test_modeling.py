@@ -174,7 +174,6 @@ def test_training_gelu_of_bfloat16_is_the_float32_one_rounded(name):
                                 tf.cast(tf.cast(expected_gradient, tf.bfloat16), tf.float32))
 
 
-
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64")
                     or os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0",
                     reason="oneDNN's CPU kernels: x86-64 only, and not turned off")
@@ -183,13 +182,14 @@ def test_bfloat16_attention_softmax_is_the_float32_one_rounded():
   # bfloat16 kernel sums in float32 and rounds once, which this holds it to (docs/model.md).
   scores = tf.cast(tf.random.stateless_normal([2, 3, 40, 40], seed=[1, 2], stddev=3.0),
                    tf.bfloat16)
-  scores += tf.cast(attention_lib.attention_mask_adder(
-      tf.sequence_mask([40, 25], 40, tf.int32), tf.bfloat16), tf.bfloat16)
+  scores += attention_lib.attention_mask_adder(tf.sequence_mask([40, 25], 40, tf.int32),
+                                               tf.bfloat16)
   softmax = tf.function(lambda logits: tf.nn.softmax(logits, axis=-1))
   probabilities = softmax(scores)
   assert probabilities.dtype == tf.bfloat16
   expected = tf.cast(softmax(tf.cast(scores, tf.float32)), tf.bfloat16)
   np.testing.assert_array_equal(tf.cast(probabilities, tf.float32), tf.cast(expected, tf.float32))
+
 
 def test_only_training_runs_the_xla_compiled_activation():
   config = bert_config_lib.BertConfig(**dict(TINY, hidden_dropout_prob=0.0,
