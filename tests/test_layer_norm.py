@@ -1,5 +1,5 @@
-"""`modeling.layer_norm.LayerNorm`: Keras's layer norm in value and gradient, epsilon 1e-12, and a
-graph TensorFlow's oneDNN remapper turns into one `_MklLayerNorm` kernel for inference."""
+"""`modeling.layer_norm.LayerNorm`: Keras's layer norm in value and gradient, epsilon 1e-12, fused
+kernels in training; for inference `_MklLayerNorm`, or the formula's ops for small inputs."""
 
 import keras
 import numpy as np
@@ -29,8 +29,9 @@ def _layer_pair(seed=0):
   return keras_norm, ours
 
 
+@pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("shape", [(6, WIDTH), (3, 5, WIDTH)])
-def test_values_and_gradients_match_keras_layer_normalization(shape):
+def test_values_and_gradients_match_keras_layer_normalization(shape, training):
   keras_norm, ours = _layer_pair()
   inputs = tf.constant(np.random.default_rng(1).normal(2.0, 3.0, size=shape), tf.float32)
   output_gradients = tf.constant(np.random.default_rng(2).normal(size=shape), tf.float32)
@@ -38,7 +39,7 @@ def test_values_and_gradients_match_keras_layer_normalization(shape):
   for layer in (keras_norm, ours):
     with tf.GradientTape() as tape:
       tape.watch(inputs)
-      outputs = layer(inputs)
+      outputs = layer(inputs, training=training)
     gradients = tape.gradient(outputs, [inputs, layer.gamma, layer.beta],
                               output_gradients=output_gradients)
     results.append([outputs.numpy()] + [g.numpy() for g in gradients])
@@ -47,7 +48,8 @@ def test_values_and_gradients_match_keras_layer_normalization(shape):
                                err_msg=name)
 
 
-def test_epsilon_stays_1e_12():
+@pytest.mark.parametrize("training", [True, False])
+def test_epsilon_stays_1e_12(training):
   # Rows whose variance (about 1e-10) is far below the 1.001e-5 that `tf.nn.fused_batch_norm`
   # would silently use: with it, these rows would come out about 300 times smaller.
   _, ours = _layer_pair()
@@ -56,7 +58,8 @@ def test_epsilon_stays_1e_12():
   centered = inputs - inputs.mean(axis=-1, keepdims=True)
   normalized = centered / np.sqrt((centered ** 2).mean(axis=-1, keepdims=True) + 1e-12)
   expected = normalized * ours.gamma.numpy() + ours.beta.numpy()
-  np.testing.assert_allclose(ours(inputs.astype(np.float32)).numpy(), expected, atol=0.05)
+  np.testing.assert_allclose(ours(inputs.astype(np.float32), training=training).numpy(),
+                             expected, atol=0.05)
 
 
 def test_refuses_other_axes_and_switches():
@@ -117,13 +120,52 @@ _ONEDNN_BFLOAT16 = bool(cpu_features.feature_names() & {"avx512f", "avx_ne_conve
     precision if precision != "bfloat16" else pytest.param(precision, marks=pytest.mark.skipif(
         not _ONEDNN_BFLOAT16, reason="oneDNN without bfloat16 on this CPU (no AVX-512)"))
     for precision in export_precision.PRECISIONS])
-def test_inference_runs_one_fused_kernel(precision, tmp_path):
+def test_training_runs_the_fused_kernels_and_inference_picks_by_size(precision, tmp_path):
   with export_precision.compute_policy(precision):
     norm = layer_norm.make_layer_norm("LayerNorm")
   norm.build((None, WIDTH))
+  small = tf.ones([2, 3, WIDTH], norm.compute_dtype)
+  large = tf.ones([2, layer_norm.FORMULA_MAX_ELEMENTS // WIDTH, WIDTH], norm.compute_dtype)
+
+  @tf.function
+  def train(inputs):
+    with tf.GradientTape() as tape:
+      tape.watch(inputs)
+      outputs = norm(inputs, training=True)
+    return tape.gradient(outputs, [inputs] + norm.trainable_weights)
+
+  trained = _executed_op_types(train, small, tmp_path / "train")
+  assert {"_MklNativeFusedBatchNormV3", "_MklNativeFusedBatchNormGradV3"} <= trained
   serve = tf.function(norm, input_signature=[tf.TensorSpec([None, None, WIDTH],
                                                            norm.compute_dtype)])
-  op_types = _executed_op_types(serve, tf.ones([2, 3, WIDTH], norm.compute_dtype), tmp_path)
-  assert "_MklLayerNorm" in op_types
-  assert not op_types & {"FusedBatchNormV3", "_MklNativeFusedBatchNormV3", "Mean",
-                         "SquaredDifference", "Rsqrt"}
+  formula_ops = {"Mean", "Rsqrt"}
+  served_small = _executed_op_types(serve, small, tmp_path / "small")
+  assert formula_ops <= served_small
+  assert not served_small & {"_MklLayerNorm", "FusedBatchNormV3", "_MklNativeFusedBatchNormV3"}
+  served_large = _executed_op_types(serve, large, tmp_path / "large")
+  assert "_MklLayerNorm" in served_large
+  assert not served_large & (formula_ops | {"FusedBatchNormV3", "_MklNativeFusedBatchNormV3"})
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("rows", [5, layer_norm.FORMULA_MAX_ELEMENTS // WIDTH + 5])
+def test_inference_of_unknown_size_matches_keras_in_value_and_gradient(rows, jit_compile):
+  keras_norm, ours = _layer_pair()
+  inputs = tf.constant(np.random.default_rng(5).normal(2.0, 3.0, size=(rows, WIDTH)), tf.float32)
+  output_gradients = tf.constant(np.random.default_rng(6).normal(size=(rows, WIDTH)), tf.float32)
+  results = []
+  for layer in (keras_norm, ours):
+
+    @tf.function(input_signature=[tf.TensorSpec([None, WIDTH], tf.float32)] * 2,
+                 jit_compile=jit_compile)
+    def value_and_gradients(inputs, output_gradients, layer=layer):
+      with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        outputs = layer(inputs, training=False)
+      return [outputs] + tape.gradient(outputs, [inputs, layer.gamma, layer.beta],
+                                       output_gradients=output_gradients)
+
+    results.append([t.numpy() for t in value_and_gradients(inputs, output_gradients)])
+  for name, expected, actual in zip(["value", "d inputs", "d gamma", "d beta"], *results):
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
+                               err_msg=name)
