@@ -34,6 +34,9 @@ their timed calls in turn, one call each per round, so load from other processes
 alike; batch `b`'s call `i` gets sentences `i*b .. i*b+b-1` (cycling) on every row. TensorFlow's
 intra-op threads and `torch.set_num_threads` are both `--threads`; `--export_threads=N` sets
 TensorFlow's intra-op and inter-op threads to N instead (PyTorch keeps `--threads`).
+`--pin_threads` pins TensorFlow's intra-op threads (`serving/thread_affinity.py`) and PyTorch's
+OpenMP workers one per CPU before the first call, each found the same way: the threads that ran a
+few of that library's matrix products.
 
 Agreement: every timed call's outputs are kept, and the bfloat16 rows are compared with the
 float32 rows of the same library on the same call (same sentences, same padding): the share of
@@ -49,7 +52,7 @@ shapes (`matmul_peak.in_process_peak`), float32 and bfloat16, taken before and a
 Usage:
   python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
       [--batch_sizes=1,8,32,128] [--calls=60,40,20,8] [--base_calls=30,16,10,4]
-      [--warmup_calls=3,3,2,1] [--precisions=float32,bfloat16]
+      [--warmup_calls=3,3,2,1] [--precisions=float32,bfloat16] [--pin_threads]
 """
 
 import csv
@@ -83,6 +86,7 @@ from modeling import classifier_model  # pylint: disable=g-import-not-at-top
 from modeling.conversion import huggingface  # pylint: disable=g-import-not-at-top
 from serving import export_precision  # pylint: disable=g-import-not-at-top
 from serving import saved_model_export  # pylint: disable=g-import-not-at-top
+from serving import thread_affinity  # pylint: disable=g-import-not-at-top
 from tasks import classifier  # pylint: disable=g-import-not-at-top
 from tasks.classification import server as classifier_server  # pylint: disable=g-import-not-at-top
 
@@ -116,6 +120,10 @@ flags.DEFINE_integer("export_threads", None,
                      "TensorFlow's intra-op and inter-op threads (the export rows and "
                      "TensorFlow's matmul peak); default: --threads intra-op threads and "
                      "TensorFlow's default inter-op threads. PyTorch keeps --threads.")
+flags.DEFINE_bool("pin_threads", False,
+                  "Pin each library's compute threads one per CPU first: TensorFlow's intra-op "
+                  "threads (serving/thread_affinity.py) and PyTorch's OpenMP workers, each found "
+                  "as the threads that ran a few of its matrix products.")
 flags.DEFINE_float("pause_seconds", 0.1,
                    "Untimed pause before each timed call, so the previous row's thread pools "
                    "stop spinning (see model_step.py).")
@@ -311,6 +319,21 @@ def benchmark_shape(shape, sentences, vocab_file, pretrained_dir, calls_per_batc
   return rows, agreements
 
 
+def pin_threads(torch):
+  """Pins TensorFlow's intra-op threads, then PyTorch's OpenMP workers, one per CPU; returns
+  `{library: {thread id: CPU}}`."""
+  pinned = {"TensorFlow": thread_affinity.pin_intra_op_threads()}
+  matrix = torch.ones(512, 512)
+
+  def products():
+    for _ in range(20):
+      torch.matmul(matrix, matrix)
+
+  products()
+  pinned["PyTorch"] = thread_affinity.pin_threads(thread_affinity.threads_running(products))
+  return pinned
+
+
 def matmul_peaks(repeats):
   """Best GFLOP/s of eager matmuls at BERT's shapes (`matmul_peak.SHAPES`), per dtype and library.
 
@@ -386,6 +409,7 @@ def main(argv):
   else:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.export_threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.export_threads)
+  pinned = pin_threads(torch) if FLAGS.pin_threads else None
 
   start = time.perf_counter()
   # The machine is shared: the peak is taken before and after the models, and the best counts.
@@ -409,6 +433,9 @@ def main(argv):
         f"call in ms (strings in, probabilities and labels out) after "
         f"{','.join(warmups)} warm-up calls per batch size; "
         f"{time.perf_counter() - start:.0f} s from the first matmul peak to the last")
+  if pinned is not None:
+    print("Pinned threads (thread id -> CPU): " + "; ".join(
+        f"{library} {placement or 'none (one thread)'}" for library, placement in pinned.items()))
   print_table(rows)
   for name, library_agreements in agreements.items():
     for library, (inputs, same, difference, margin) in library_agreements.items():

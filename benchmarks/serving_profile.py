@@ -23,7 +23,7 @@ is about one minute for MiniLM and three for Base on 2 cores.
 Usage:
   python benchmarks/serving_profile.py --shapes=minilm \
       --sentences_file=../shared/data/glue/SST-2/dev.tsv [--profile_batch_size=32]
-      [--profile_calls=6] [--trace_calls=3]
+      [--profile_calls=6] [--trace_calls=3] [--pin_threads]
 """
 
 import collections
@@ -172,6 +172,8 @@ def main(argv):
   import torch  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(FLAGS.threads)
   tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+  if FLAGS.pin_threads:
+    print(f"Pinned threads (thread id -> CPU): {serving.pin_threads(torch)}")
   pretrained = serving.minilm_dir()
   vocab_file = FLAGS.vocab_file or (pretrained / "vocab.txt" if pretrained else None)
   if vocab_file is None:

@@ -232,7 +232,7 @@ for choice, probability in zip(choices, outputs["probabilities"].numpy()[0]):
 print(f"      chosen: {int(outputs['choice'].numpy()[0])}")
 PY
 
-stage "11. Export the topic classifier for TensorFlow Serving, in float32 and in bfloat16, and ask the exports in a new process"
+stage "11. Export the topic classifier for TensorFlow Serving, in float32 and in bfloat16, and ask the exports in a new process (its threads pinned one per CPU)"
 rm -rf "$DEMO_DIR/export"
 "$PYTHON" run_classifier.py --flagfile="$DEMO_DIR/classifier.flags" \
   --output_dir="$DEMO_DIR/classifier_output" --export_dir="$DEMO_DIR/export" --export_version=1 \
@@ -243,7 +243,11 @@ import sys
 import base  # noqa: F401  (imports TensorFlow without its start-up lines)
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the in-graph tokenizer's ops)
+from serving import thread_affinity
 model = tf.saved_model.load(sys.argv[1])
+placement = thread_affinity.pin_intra_op_threads()  # a serving process: docs/serving.md
+print(f"  TensorFlow's {len(placement)} intra-op threads pinned to CPUs "
+      f"{', '.join(str(cpu) for cpu in placement.values())}")
 sentences = ["The bees flew over the river.", "She baked bread with honey.",
              "The carpenter cut the spruce."]
 outputs = model.signatures["serving_default"](text_a=tf.constant(sentences))
