@@ -176,7 +176,9 @@ def test_packed_forward_pass_equals_the_unpacked_one_per_instance():
   packed_metrics = losses.pretraining_metrics(packed_outputs, packed_batch)
   for name, (total, count) in unpacked_metrics.items():
     np.testing.assert_allclose(float(packed_metrics[name][1]), float(count), rtol=0)
-    np.testing.assert_allclose(float(packed_metrics[name][0]), float(total), atol=1e-5, rtol=0)
+    # A float32 sum near 90 (the masked LM loss) moves by a few ulps (7.6e-6 each) when its
+    # terms differ in their last bits, as the two batches' shapes let them.
+    np.testing.assert_allclose(float(packed_metrics[name][0]), float(total), atol=1e-5, rtol=1e-6)
   assert float(unpacked_metrics["next_sentence_loss"][1]) == len(LENGTHS)
 
 
