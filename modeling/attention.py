@@ -103,8 +103,8 @@ class SelfAttention(keras.layers.Layer):
       projection.build(input_shape)
     self.built = True
 
-  def call(self, hidden_states, mask_adder, training=False, token_rows=None):
-    """Attends every position of `hidden_states` to every unmasked position.
+  def call(self, hidden_states, mask_adder, training=False, token_rows=None, query_states=None):
+    """Attends every position of `hidden_states` (or `query_states`) to every unmasked position.
 
     Args:
       hidden_states: float `[batch_size * seq_length, hidden_size]`, flattened to 2-D as the
@@ -117,10 +117,14 @@ class SelfAttention(keras.layers.Layer):
         `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the
         real tokens alone, and the scores between them with copies of their rows, masked, in
         the padding's place (`token_rows.spread_rows`).
+      query_states: None to attend from every row of `hidden_states`; or `[batch_size,
+        hidden_size]`, one query per sequence (its first position's state, from
+        `TransformerLayer(first_position_only=True)`), which attends to every position.
 
     Returns:
       context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
-      projection), or `[num_tokens, hidden_size]` with `token_rows`.
+      projection), `[num_tokens, hidden_size]` with `token_rows`, or `[batch_size, hidden_size]`
+      with `query_states`.
     """
     batch_size = tf.shape(mask_adder)[0]
     seq_length = tf.shape(mask_adder)[3]
@@ -135,16 +139,19 @@ class SelfAttention(keras.layers.Layer):
         return rows
       return token_rows_lib.spread_rows(rows, token_rows, state_rows)
 
-    def split_heads(tensor):
-      """`[batch_size * seq_length, H]` -> `[batch_size, A, seq_length, H / A]`."""
+    def split_heads(tensor, length=seq_length):
+      """`[batch_size * length, H]` -> `[batch_size, A, length, H / A]`."""
       return tf.transpose(
-          tf.reshape(tensor, [batch_size, seq_length, self.num_attention_heads, self.head_size]),
+          tf.reshape(tensor, [batch_size, length, self.num_attention_heads, self.head_size]),
           [0, 2, 1, 3])
 
     # Heads moved ahead of positions and two batched matmuls, as the original's
     # `transpose_for_scores`: with oneDNN on, the pretraining step at the Base shape is faster
     # than with the same contractions written as one `einsum` each (docs/benchmarks.md).
-    query = split_heads(padded(self.query(hidden_states)))
+    if query_states is None:
+      query = split_heads(padded(self.query(hidden_states)))
+    else:
+      query = split_heads(self.query(query_states), length=1)
     key = split_heads(padded(self.key(hidden_states)))
     value = split_heads(padded(self.value(hidden_states)))
     # Scaled, masked and normalised in the compute dtype, so that oneDNN fuses the scale and the
@@ -157,7 +164,9 @@ class SelfAttention(keras.layers.Layer):
     probabilities = self.dropout(probabilities, training=training)
     context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
     context = tf.reshape(context, [-1, self.hidden_size])
-    return context if token_rows is None else token_rows_lib.gather_rows(context, token_rows)
+    if token_rows is None or query_states is not None:
+      return context
+    return token_rows_lib.gather_rows(context, token_rows)
 
   def get_config(self):
     config = super().get_config()

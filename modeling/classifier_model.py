@@ -17,6 +17,9 @@ class BertClassifier(task_model.BertTaskModel):
   """Encoder + dropout + `output_weights [num_outputs, H]` / `output_bias` on the pooled output
   (or on every position of the sequence output with `per_token`).
 
+  A sequence classifier's encoder computes its last layer at `[CLS]` alone
+  (`BertEncoder(first_position_only=True)`), the only position the pooled output reads.
+
   The output variables keep the original's root-scope names `output_weights` and `output_bias`,
   so fine-tuned checkpoints load in the original's `run_classifier.py` and back.
 
@@ -57,7 +60,7 @@ class BertClassifier(task_model.BertTaskModel):
 
     # === Layers ===
     encoder = encoder_lib.BertEncoder(
-        config, drop_padding=drop_padding,
+        config, drop_padding=drop_padding, first_position_only=not per_token,
         intermediate_kernel_transposed=intermediate_kernel_transposed, name="bert")
     output_layer = heads.OutputProjection(num_outputs, config.hidden_size,
                                           config.initializer_range,

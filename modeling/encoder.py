@@ -95,6 +95,11 @@ class BertEncoder(config_model.BertConfigModel):
       the same; not with `packed`. Not under XLA (the number of real tokens is only known when
       the graph runs): for exports, and for training outside XLA, where padded batches take
       fewer operations (docs/benchmarks.md).
+    first_position_only: the last layer computes the first position (`[CLS]`) alone, for a
+      model that reads only `pooled_output`: `sequence_output` and the last of `encoder_outputs`
+      are `[batch_size, 1, hidden_size]`, every value the same as the whole layer's (the last
+      layer's query, output projection and feed-forward on one row a sequence); not with
+      `packed`.
     intermediate_kernel_transposed: store each layer's first feed-forward kernel
       `[intermediate_size, hidden_size]` (`transposed_dense`), faster for inference on a few
       hundred rows on an AVX2 processor; such a model gets its weights by `rebuilt` from one in
@@ -132,12 +137,13 @@ class BertEncoder(config_model.BertConfigModel):
     TensorShape([2, 16])
   """
 
-  def __init__(self, config, packed=False, drop_padding=False,
+  def __init__(self, config, packed=False, drop_padding=False, first_position_only=False,
                intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
-    if packed and drop_padding:
-      raise ValueError("drop_padding takes a padding mask; packed rows have none")
+    if packed and (drop_padding or first_position_only):
+      raise ValueError("drop_padding and first_position_only take a padding mask; packed rows "
+                       "have none")
 
     # === Layers ===
     embeddings = embeddings_lib.BertEmbeddings(
@@ -184,14 +190,18 @@ class BertEncoder(config_model.BertConfigModel):
       token_states = token_rows_lib.GatherTokenRows(name="gather_token_rows")(embedding_output,
                                                                               token_rows)
       encoder_outputs = []
-      for layer in layers:
+      for layer in layers[:-1] if first_position_only else layers:
         token_states = layer(token_states, attention_mask, token_rows)
         encoder_outputs.append(scatter(token_states, token_rows, attention_mask))
+      if first_position_only:
+        encoder_outputs.append(layers[-1](token_states, attention_mask, token_rows,
+                                          first_position_only=True))
     else:
       hidden_states = embedding_output
       encoder_outputs = []
-      for layer in layers:
-        hidden_states = layer(hidden_states, attention_mask)
+      for index, layer in enumerate(layers):
+        hidden_states = layer(hidden_states, attention_mask,
+                              first_position_only=first_position_only and index == len(layers) - 1)
         encoder_outputs.append(hidden_states)
     sequence_output = encoder_outputs[-1]
     outputs = {
@@ -207,6 +217,7 @@ class BertEncoder(config_model.BertConfigModel):
     self.config = config
     self.packed = packed
     self.drop_padding = drop_padding
+    self.first_position_only = first_position_only
     self.intermediate_kernel_transposed = intermediate_kernel_transposed
     self.embeddings = embeddings
     self.transformer_layers = layers
@@ -218,6 +229,8 @@ class BertEncoder(config_model.BertConfigModel):
       config["packed"] = True
     if self.drop_padding:
       config["drop_padding"] = True
+    if self.first_position_only:
+      config["first_position_only"] = True
     if self.intermediate_kernel_transposed:
       config["intermediate_kernel_transposed"] = True
     return config

@@ -33,7 +33,8 @@ class BertMultipleChoice(task_model.BertTaskModel):
   (the batch and choice dimensions are folded into one for the encoder); the score of a choice is
   `pooled . output_weights^T + output_bias`. Dropout 0.1 on the pooled output, as the classifier.
   Training leaves `output_bias` as initialised or loaded: it shifts every choice's score alike, so
-  the softmax's loss gives it no gradient but float32 rounding.
+  the softmax's loss gives it no gradient but float32 rounding. The encoder computes its last
+  layer at `[CLS]` alone (`BertEncoder(first_position_only=True)`).
 
   Args:
     config: a `BertConfig` (or its dict).
@@ -71,7 +72,7 @@ class BertMultipleChoice(task_model.BertTaskModel):
 
     # === Layers ===
     encoder = encoder_lib.BertEncoder(
-        config, drop_padding=drop_padding,
+        config, drop_padding=drop_padding, first_position_only=True,
         intermediate_kernel_transposed=intermediate_kernel_transposed, name="bert")
     score_layer = heads.OutputProjection(1, config.hidden_size, config.initializer_range,
                                          dropout_rate=classifier_model.CLASSIFIER_DROPOUT,

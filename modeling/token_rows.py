@@ -102,6 +102,42 @@ def spread_rows(token_states, token_rows, state_rows):
   return spread(token_states)
 
 
+def first_rows(token_states, token_rows, batch_size, seq_length):
+  """`[num_tokens, hidden_size]` -> `[batch_size, hidden_size]`: each sequence's first position
+  (its `[CLS]`), the first row of `token_rows` at or after `b * seq_length`.
+
+  A sequence whose first position is padding gets the state of the next real token (any, for a
+  consumer that drops it; zeros when there is no token), and its gradient goes there.
+
+  Args:
+    token_states: `[num_tokens, hidden_size]`.
+    token_rows: int64 `[num_tokens, 1]` (`RealTokenRows`).
+    batch_size, seq_length: int32 scalars, the padded layout's.
+
+  Returns:
+    `[batch_size, hidden_size]`.
+  """
+  num_tokens = tf.shape(token_rows)[0]
+  first_positions = tf.range(tf.cast(batch_size, tf.int64)) * tf.cast(seq_length, tf.int64)
+  rows = tf.searchsorted(tf.reshape(token_rows, [-1]), first_positions)
+  rows = tf.maximum(tf.minimum(rows, num_tokens - 1), 0)
+
+  @tf.custom_gradient
+  def first(states):
+    has_tokens = num_tokens > 0
+    width = states.shape[-1]
+    selected = tf.cond(has_tokens, lambda: tf.gather(states, rows),
+                       lambda: tf.zeros([batch_size, width], states.dtype))
+
+    def gradient(upstream):
+      return tf.cond(has_tokens,
+                     lambda: tf.scatter_nd(rows[:, tf.newaxis], upstream, tf.shape(states)),
+                     lambda: tf.zeros_like(states))
+    return selected, gradient
+
+  return first(token_states)
+
+
 # When training, the rows are rounded up to a multiple of this: the training step's XLA kernels
 # (`activations.get_training_activation`, `dropout.Dropout`) compile once per row count, so a
 # batch's exact count of real tokens would compile them anew almost every step.

@@ -7,6 +7,7 @@ from modeling import activations
 from modeling import attention
 from modeling import dropout
 from modeling import layer_norm
+from modeling import token_rows as token_rows_lib
 from modeling import transposed_dense
 
 
@@ -83,7 +84,8 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(hidden_shape)
     self.built = True
 
-  def call(self, hidden_states, attention_mask, token_rows=None, training=False):
+  def call(self, hidden_states, attention_mask, token_rows=None, training=False,
+           first_position_only=False):
     """Runs the layer.
 
     Args:
@@ -97,28 +99,43 @@ class TransformerLayer(keras.layers.Layer):
         alone. Not under XLA (the number of real tokens is only known when the graph runs).
       training: apply dropout, and run the GELU as its XLA-compiled training form
         (`activations.get_training_activation`).
+      first_position_only: compute the output of each sequence's first position (`[CLS]`)
+        alone, its query attending to every position: the same values as those rows of the
+        whole output, for a model that reads nothing else of the last layer (the pooler). With
+        a 2-D `attention_mask`.
 
     Returns:
-      `[batch_size, seq_length, hidden_size]`, or `[num_tokens, hidden_size]` with `token_rows`,
-      in the compute dtype.
+      `[batch_size, seq_length, hidden_size]`, `[num_tokens, hidden_size]` with `token_rows`, or
+      `[batch_size, 1, hidden_size]` with `first_position_only`; in the compute dtype.
     """
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
     layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
-    layer_output = self._dense_part(layer_input, attention.attention_mask_adder(attention_mask),
-                                    token_rows, training)
+    mask_adder = attention.attention_mask_adder(attention_mask)
+    if first_position_only:
+      if token_rows is None:
+        query_input = tf.cast(hidden_states[:, 0, :], self.compute_dtype)
+      else:
+        batch_size, seq_length = tf.unstack(tf.shape(attention_mask))
+        query_input = token_rows_lib.first_rows(layer_input, token_rows, batch_size, seq_length)
+      layer_output = self._dense_part(layer_input, mask_adder, token_rows, training, query_input)
+      return layer_output[:, tf.newaxis, :]
+    layer_output = self._dense_part(layer_input, mask_adder, token_rows, training)
     if token_rows is None:
       layer_output = tf.reshape(layer_output, tf.shape(hidden_states))
     return layer_output
 
-  def _dense_part(self, layer_input, mask_adder, token_rows, training):
+  def _dense_part(self, layer_input, mask_adder, token_rows, training, query_input=None):
     """The layer on the rows of `layer_input` `[rows, hidden_size]` (every position, or the
-    real tokens' with `token_rows`, see `SelfAttention.call`) -> `[rows, hidden_size]`."""
+    real tokens' with `token_rows`, see `SelfAttention.call`) -> `[rows, hidden_size]`; or, with
+    `query_input` `[batch_size, hidden_size]`, on those rows alone -> `[batch_size,
+    hidden_size]`."""
     context = self.self_attention(layer_input, mask_adder, training=training,
-                                  token_rows=token_rows)
+                                  token_rows=token_rows, query_states=query_input)
+    residual = layer_input if query_input is None else query_input
     attention_output = self.attention_dropout(self.attention_output_dense(context),
                                               training=training)
-    attention_output = tf.cast(self.attention_layer_norm(attention_output + layer_input),
+    attention_output = tf.cast(self.attention_layer_norm(attention_output + residual),
                                self.compute_dtype)
     activation = self.training_activation if training else self.activation
     intermediate = activation(self.intermediate_dense(attention_output))

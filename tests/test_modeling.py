@@ -14,6 +14,7 @@ from modeling import activations
 from modeling import attention as attention_lib
 from modeling import bert_config as bert_config_lib
 from modeling import checkpoint_io
+from modeling import classifier_model
 from modeling import encoder as encoder_lib
 from modeling import losses
 from modeling import multiple_choice_model
@@ -500,6 +501,53 @@ def test_training_on_the_real_tokens_alone_gives_the_padded_encoder_s_gradients(
     np.testing.assert_allclose(dropped, padded, atol=1e-5, rtol=1e-4, err_msg=variable.path)
 
 
+@pytest.mark.parametrize("drop_padding", [False, True], ids=["padded", "real_tokens"])
+def test_an_encoder_computing_the_first_position_alone_gives_the_pooled_output_and_gradients(
+    drop_padding):
+  config = bert_config_lib.BertConfig(**{**TINY, "max_position_embeddings": 64,
+                                         "hidden_dropout_prob": 0.0,
+                                         "attention_probs_dropout_prob": 0.0})
+  encoder = encoder_lib.BertEncoder(config)
+  first_only = encoder.rebuilt(drop_padding=drop_padding, first_position_only=True)
+  features = _tiny_features(batch_size=8, seq_length=40, num_predictions=2)
+  features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  features["input_mask"][-1] = 0  # a sequence of padding alone: its output is not compared
+  weights = np.random.default_rng(2).normal(size=[TINY["hidden_size"]]).astype(np.float32)
+
+  def outputs_and_gradients(model, training):
+    with tf.GradientTape() as tape:
+      outputs = model(features, training=training)
+      pooled = outputs["pooled_output"][:-1]
+      loss = tf.reduce_sum(tf.tanh(pooled) * weights)
+    gradients = tape.gradient(loss, [v.value for v in model.trainable_variables])
+    return outputs, [tf.convert_to_tensor(g).numpy() for g in gradients]
+
+  for training in (False, True):
+    full, full_gradients = outputs_and_gradients(encoder, training)
+    ours, gradients = outputs_and_gradients(first_only, training)
+    assert ours["sequence_output"].shape == (8, 1, TINY["hidden_size"])
+    np.testing.assert_array_equal(ours["encoder_outputs"][-1], ours["sequence_output"])
+    np.testing.assert_allclose(ours["sequence_output"][:-1], full["sequence_output"][:-1, :1],
+                               atol=1e-5)
+    np.testing.assert_allclose(ours["pooled_output"][:-1], full["pooled_output"][:-1], atol=1e-5)
+    for variable, first_gradient, full_gradient in zip(encoder.trainable_variables, gradients,
+                                                       full_gradients, strict=True):
+      np.testing.assert_allclose(first_gradient, full_gradient, atol=1e-5, rtol=1e-4,
+                                 err_msg=variable.path)
+  assert first_only.get_config()["first_position_only"]
+  assert "first_position_only" not in encoder.get_config()
+  no_tokens = {k: np.zeros_like(v) for k, v in features.items()}
+  assert first_only(no_tokens)["pooled_output"].shape == (8, TINY["hidden_size"])
+
+
+def test_a_sequence_classifier_computes_its_last_layer_at_cls_alone():
+  config = bert_config_lib.BertConfig(**TINY)
+  assert classifier_model.BertClassifier(config, num_outputs=2).encoder.first_position_only
+  assert not classifier_model.BertClassifier(config, num_outputs=2,
+                                             per_token=True).encoder.first_position_only
+  assert multiple_choice_model.BertMultipleChoice(config).encoder.first_position_only
+
+
 def test_an_encoder_with_transposed_feed_forward_kernels_gives_the_same_outputs():
   encoder = encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY))
   transposed = encoder.rebuilt(drop_padding=True, intermediate_kernel_transposed=True)
@@ -537,9 +585,10 @@ def test_a_multiple_choice_model_that_drops_padding_scores_the_same():
   np.testing.assert_allclose(dropping(choices).numpy(), model(choices).numpy(), atol=1e-5)
 
 
-def test_drop_padding_is_refused_with_packed_rows():
-  with pytest.raises(ValueError, match="drop_padding takes a padding mask"):
-    encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY), packed=True, drop_padding=True)
+@pytest.mark.parametrize("option", ["drop_padding", "first_position_only"])
+def test_options_taking_a_padding_mask_are_refused_with_packed_rows(option):
+  with pytest.raises(ValueError, match="take a padding mask"):
+    encoder_lib.BertEncoder(bert_config_lib.BertConfig(**TINY), packed=True, **{option: True})
 
 
 def test_dropout_is_active_only_when_training():
