@@ -42,7 +42,10 @@ Two parts, one run (`--parts` picks them):
      + 3 * 2 * 2 * batch * layers * seq^2 * H              attention scores and context
      + 6 * batch * (H^2 + 2 * H)                           pooler and 2-way classifier
 
-   Embedding lookups, LayerNorm, softmax, GELU, biases and the optimizer are not counted. The
+   for transformers, which computes every position of every layer; ours computes the last
+   layer at `[CLS]` alone (`BertEncoder(first_position_only=True)`): its keys and values on
+   every position, its query, output projection and feed-forward on one row a sequence, its
+   scores and context for one query, and its rows count so. Embedding lookups, LayerNorm, softmax, GELU, biases and the optimizer are not counted. The
    peak per dtype is `matmul_peak.in_process_peaks`: the best of eager `tf.linalg.matmul` and
    `torch.matmul` at BERT's dense and attention shapes, measured in this process before and after
    the models (the best counts).
@@ -189,12 +192,16 @@ flags.DEFINE_enum("mrpc_padding", "max_length", list(PADDINGS), "Internal: the w
 flags.DEFINE_string("mrpc_data_dir", None, "Internal: the worker's train.tsv / dev.tsv folder.")
 
 
-def model_flops_per_step(shape, batch_size, seq_length):
-  """Training FLOPs of one classifier step by the formula of the module docstring (float)."""
+def model_flops_per_step(shape, batch_size, seq_length, first_position_only=False):
+  """Training FLOPs of one classifier step by the formula of the module docstring (float);
+  with `first_position_only`, the last layer computed at `[CLS]` alone, as ours."""
   b, s, l = batch_size, seq_length, shape.num_layers
   h, i = shape.hidden_size, shape.intermediate_size
   layers = 6 * b * s * l * (4 * h * h + 2 * h * i)
   attention = 3 * 2 * 2 * b * l * s * s * h
+  if first_position_only:
+    layers -= 6 * b * (s - 1) * (2 * h * h + 2 * h * i)
+    attention -= 3 * 2 * 2 * b * (s - 1) * s * h
   pooler_and_classifier = 6 * b * (h * h + 2 * h)
   return float(layers + attention + pooler_and_classifier)
 
@@ -633,7 +640,8 @@ def run_step_part(output_dir):
   print(f"{'shape':6s} {'weights':7s} {'row':18s} {'s/step':>7s} {'ex/s':>7s} "
         f"{'ours/tf':>7s} {'GFLOP/step':>10s} {'GFLOP/s':>8s} {'%peak':>6s}")
   for shape, library, precision, seconds in results:
-    gflop = model_flops_per_step(shape, FLAGS.batch_size, FLAGS.seq_length) / 1e9
+    gflop = model_flops_per_step(shape, FLAGS.batch_size, FLAGS.seq_length,
+                                 first_position_only=library == "ours") / 1e9
     ratio = ""
     if library == "ours" and (shape.name, "transformers", precision) in speed:
       theirs = speed[(shape.name, "transformers", precision)]
@@ -669,11 +677,13 @@ def print_profiles(profiles):
         f"the step (not with --ours_inter_op_threads=1); matrix products: the summed time of "
         f"the matmul ops, and the model GFLOP/step over it")
   for (shape_name, precision), by_library in profiles.items():
-    flops = model_flops_per_step(shapes.SHAPES[shape_name], FLAGS.batch_size, FLAGS.seq_length)
+    def flops(library):
+      return model_flops_per_step(shapes.SHAPES[shape_name], FLAGS.batch_size, FLAGS.seq_length,
+                                  first_position_only=library == "ours")
     print(f"{shape_name} {SHORT[precision]}: " + "; ".join(
         f"{library} traced {profile['traced_s']:.3f} s/step, ops summed "
         f"{profile['summed_s']:.3f} s, matrix products {profile['matmul_s']:.3f} s "
-        f"({flops / profile['matmul_s'] / 1e9:.1f} GFLOP/s)"
+        f"({flops(library) / profile['matmul_s'] / 1e9:.1f} GFLOP/s)"
         for library, profile in by_library.items()))
     columns = [profile["ops"] for profile in by_library.values()]
     print(" | ".join(f"  {library:36s} {'s/step':>6s} {'x':>5s}" for library in by_library))
