@@ -540,6 +540,29 @@ def test_an_encoder_computing_the_first_position_alone_gives_the_pooled_output_a
   assert first_only(no_tokens)["pooled_output"].shape == (8, TINY["hidden_size"])
 
 
+def test_the_first_position_alone_compiles_under_xla_to_the_full_encoder_s_values():
+  config = bert_config_lib.BertConfig(**{**TINY, "hidden_dropout_prob": 0.0,
+                                         "attention_probs_dropout_prob": 0.0})
+  encoder = encoder_lib.BertEncoder(config)
+  first_only = encoder.rebuilt(first_position_only=True)
+  features = _tiny_features(batch_size=4, seq_length=12)
+  features = {k: tf.constant(features[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+
+  def pooled_and_gradients(model):
+    with tf.GradientTape() as tape:
+      pooled = model(features, training=True)["pooled_output"]
+      loss = tf.reduce_sum(tf.tanh(pooled))
+    return pooled, tape.gradient(loss, [v.value for v in model.trainable_variables])
+
+  full_pooled, full_gradients = pooled_and_gradients(encoder)
+  pooled, gradients = tf.function(lambda: pooled_and_gradients(first_only), jit_compile=True)()
+  np.testing.assert_allclose(pooled, full_pooled, atol=1e-5)
+  for variable, gradient, full_gradient in zip(encoder.trainable_variables, gradients,
+                                               full_gradients, strict=True):
+    np.testing.assert_allclose(tf.convert_to_tensor(gradient), tf.convert_to_tensor(full_gradient),
+                               atol=1e-5, err_msg=variable.path)
+
+
 def test_a_sequence_classifier_computes_its_last_layer_at_cls_alone():
   config = bert_config_lib.BertConfig(**TINY)
   assert classifier_model.BertClassifier(config, num_outputs=2).encoder.first_position_only
