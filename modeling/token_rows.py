@@ -104,10 +104,10 @@ def spread_rows(token_states, token_rows, state_rows):
 
 def first_rows(token_states, token_rows, batch_size, seq_length):
   """`[num_tokens, hidden_size]` -> `[batch_size, hidden_size]`: each sequence's first position
-  (its `[CLS]`), the first row of `token_rows` at or after `b * seq_length`.
+  (its `[CLS]`), the row `source_rows` gives position `b * seq_length`.
 
-  A sequence whose first position is padding gets the state of the next real token (any, for a
-  consumer that drops it; zeros when there is no token), and its gradient goes there.
+  A sequence whose first position is padding gets the state `source_rows` copies there (any, for
+  a consumer that drops it; zeros when there is no token), and its gradient goes there.
 
   Args:
     token_states: `[num_tokens, hidden_size]`.
@@ -118,9 +118,8 @@ def first_rows(token_states, token_rows, batch_size, seq_length):
     `[batch_size, hidden_size]`.
   """
   num_tokens = tf.shape(token_rows)[0]
-  first_positions = tf.range(tf.cast(batch_size, tf.int64)) * tf.cast(seq_length, tf.int64)
-  rows = tf.searchsorted(tf.reshape(token_rows, [-1]), first_positions)
-  rows = tf.maximum(tf.minimum(rows, num_tokens - 1), 0)
+  rows = tf.gather(source_rows(token_rows, batch_size * seq_length),
+                   tf.range(batch_size) * seq_length)
 
   @tf.custom_gradient
   def first(states):
