@@ -42,11 +42,11 @@ Two parts, one run (`--parts` picks them):
      + 3 * 2 * 2 * batch * layers * seq^2 * H              attention scores and context
      + 6 * batch * (H^2 + 2 * H)                           pooler and 2-way classifier
 
-   for transformers, which computes every position of every layer; ours computes the last
-   layer at `[CLS]` alone (`BertEncoder(first_position_only=True)`): its keys and values on
-   every position, its query, output projection and feed-forward on one row a sequence, its
-   scores and context for one query, and its rows count so. Embedding lookups, LayerNorm, softmax, GELU, biases and the optimizer are not counted. The
-   peak per dtype is `matmul_peak.in_process_peaks`: the best of eager `tf.linalg.matmul` and
+   for transformers, which computes every position of every layer. Ours computes the last
+   layer at `[CLS]` alone (`BertEncoder(first_position_only=True)`), and its rows count that
+   layer's keys and values at every position, its query, output projection and feed-forward on
+   one row a sequence, and its scores and context for one query. Embedding lookups, LayerNorm,
+   softmax, GELU, biases and the optimizer are not counted. The peak per dtype is `matmul_peak.in_process_peaks`: the best of eager `tf.linalg.matmul` and
    `torch.matmul` at BERT's dense and attention shapes, measured in this process before and after
    the models (the best counts).
 
