@@ -1,8 +1,8 @@
 """The compute precision of an export: "float32" or "bfloat16".
 
 A bfloat16 export runs its matrix products in bfloat16, as `--mixed_precision=mixed_bfloat16`
-trains; the layer norms read and write bfloat16 but accumulate their statistics in float32 inside
-their kernel, and the attention softmax stays float32. Its variables are bfloat16 too (Keras's
+trains; the layer norms and the attention softmax read and write bfloat16 but accumulate in
+float32 inside their kernels. Its variables are bfloat16 too (Keras's
 "bfloat16" policy rather than "mixed_bfloat16"): mixed_bfloat16 would cast every float32 kernel,
 and the whole word-embedding table, to bfloat16 on every call, to the same bfloat16 values; stored
 once, those casts are gone and the SavedModel's weights take half the bytes. The layer norms'
