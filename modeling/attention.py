@@ -111,20 +111,22 @@ class SelfAttention(keras.layers.Layer):
         original keeps it (a 2-D matmul is several times faster than a broadcast 3-D one on CPU);
         with `token_rows`, `[num_tokens, hidden_size]`, the real tokens' rows alone.
       mask_adder: float `[batch_size, 1, 1 or seq_length, seq_length]` from
-        `attention_mask_adder`.
+        `attention_mask_adder` (`[batch_size, 1, num_queries, seq_length]` with per-query
+        masks and `query_states`).
       training: apply dropout.
       token_rows: None, or int64 `[num_tokens, 1]`, the row of each row of `hidden_states` in
         `[batch_size * seq_length]` (`token_rows.RealTokenRows`): the projections run on the
         real tokens alone, and the scores between them with copies of their rows, masked, in
         the padding's place (`token_rows.spread_rows`).
-      query_states: None to attend from every row of `hidden_states`; or `[batch_size,
-        hidden_size]`, one query per sequence (its first position's state, from
-        `TransformerLayer(first_position_only=True)`), which attends to every position.
+      query_states: None to attend from every row of `hidden_states`; or `[batch_size *
+        num_queries, hidden_size]`, the same number of queries per sequence (the states of the
+        positions a `TransformerLayer` computes alone: the first, or those it is given), each
+        attending to every position.
 
     Returns:
       context `[batch_size * seq_length, hidden_size]` (heads concatenated, before the output
-      projection), `[num_tokens, hidden_size]` with `token_rows`, or `[batch_size, hidden_size]`
-      with `query_states`.
+      projection), `[num_tokens, hidden_size]` with `token_rows`, or `[batch_size *
+      num_queries, hidden_size]` with `query_states`.
     """
     batch_size = tf.shape(mask_adder)[0]
     seq_length = tf.shape(mask_adder)[3]
@@ -151,7 +153,9 @@ class SelfAttention(keras.layers.Layer):
     if query_states is None:
       query = split_heads(padded(self.query(hidden_states)))
     else:
-      query = split_heads(self.query(query_states), length=1)
+      # max: an empty batch (a served request without text) has no queries.
+      query = split_heads(self.query(query_states),
+                          length=tf.shape(query_states)[0] // tf.maximum(batch_size, 1))
     key = split_heads(padded(self.key(hidden_states)))
     value = split_heads(padded(self.value(hidden_states)))
     # Scaled, masked and normalised in the compute dtype, so that oneDNN fuses the scale and the

@@ -85,7 +85,7 @@ class TransformerLayer(keras.layers.Layer):
     self.built = True
 
   def call(self, hidden_states, attention_mask, token_rows=None, training=False,
-           first_position_only=False):
+           first_position_only=False, query_positions=None):
     """Runs the layer.
 
     Args:
@@ -103,21 +103,35 @@ class TransformerLayer(keras.layers.Layer):
         alone, its query attending to every position: the same values as those rows of the
         whole output, for a model that reads nothing else of the last layer (the pooler). With
         a 2-D `attention_mask`.
+      query_positions: None, or int32 `[batch_size, num_queries]`: compute the output at these
+        positions of each sequence alone, in this order, each attending to every position it
+        may (its row of a 3-D `attention_mask`); for a model that reads nothing else of the
+        last layer (pretraining's heads). Without `token_rows`.
 
     Returns:
-      `[batch_size, seq_length, hidden_size]`, `[num_tokens, hidden_size]` with `token_rows`, or
-      `[batch_size, 1, hidden_size]` with `first_position_only`; in the compute dtype.
+      `[batch_size, seq_length, hidden_size]`, `[num_tokens, hidden_size]` with `token_rows`,
+      `[batch_size, 1, hidden_size]` with `first_position_only`, or `[batch_size, num_queries,
+      hidden_size]` with `query_positions`; in the compute dtype.
     """
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
     layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
+    if first_position_only and token_rows is None:
+      query_positions = tf.zeros([tf.shape(hidden_states)[0], 1], tf.int32)
+    if query_positions is not None:
+      query_positions = tf.cast(query_positions, tf.int32)
+      query_input = tf.gather(tf.cast(hidden_states, self.compute_dtype), query_positions,
+                              batch_dims=1)
+      if attention_mask.shape.rank == 3:
+        attention_mask = tf.gather(attention_mask, query_positions, batch_dims=1)
+      layer_output = self._dense_part(
+          layer_input, attention.attention_mask_adder(attention_mask), None, training,
+          tf.reshape(query_input, [-1, self.hidden_size]))
+      return tf.reshape(layer_output, tf.shape(query_input))
     mask_adder = attention.attention_mask_adder(attention_mask)
     if first_position_only:
-      if token_rows is None:
-        query_input = tf.cast(hidden_states[:, 0, :], self.compute_dtype)
-      else:
-        batch_size, seq_length = tf.unstack(tf.shape(attention_mask))
-        query_input = token_rows_lib.first_rows(layer_input, token_rows, batch_size, seq_length)
+      batch_size, seq_length = tf.unstack(tf.shape(attention_mask))
+      query_input = token_rows_lib.first_rows(layer_input, token_rows, batch_size, seq_length)
       layer_output = self._dense_part(layer_input, mask_adder, token_rows, training, query_input)
       return layer_output[:, tf.newaxis, :]
     layer_output = self._dense_part(layer_input, mask_adder, token_rows, training)
@@ -128,8 +142,8 @@ class TransformerLayer(keras.layers.Layer):
   def _dense_part(self, layer_input, mask_adder, token_rows, training, query_input=None):
     """The layer on the rows of `layer_input` `[rows, hidden_size]` (every position, or the
     real tokens' with `token_rows`, see `SelfAttention.call`) -> `[rows, hidden_size]`; or, with
-    `query_input` `[batch_size, hidden_size]`, on those rows alone -> `[batch_size,
-    hidden_size]`."""
+    `query_input` `[batch_size * num_queries, hidden_size]`, on those rows alone -> the same
+    shape."""
     context = self.self_attention(layer_input, mask_adder, training=training,
                                   token_rows=token_rows, query_states=query_input)
     residual = layer_input if query_input is None else query_input
