@@ -33,6 +33,8 @@ TRANSFORMER_LAYER_SCOPES = (
 ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 # What a packed encoder also takes (`tasks.pretraining.features.packed_pretraining_feature_spec`).
 PACKED_ENCODER_INPUTS = ENCODER_INPUTS + ("position_ids", "instance_ids")
+# What an encoder whose last layer computes given positions alone also takes.
+LAST_LAYER_POSITIONS = "last_layer_positions"
 
 
 class Pooler(keras.layers.Layer):
@@ -100,6 +102,12 @@ class BertEncoder(config_model.BertConfigModel):
       are `[batch_size, 1, hidden_size]`, every value the same as the whole layer's (the last
       layer's query, output projection and feed-forward on one row a sequence); not with
       `packed`.
+    last_layer_positions: the last layer computes the positions of the input
+      `last_layer_positions` alone, for a model that reads only those (pretraining's heads):
+      `sequence_output` and the last of `encoder_outputs` are `[batch_size, num_positions,
+      hidden_size]`, in that input's order, every value the same as the whole layer's at those
+      positions; `pooled_output` pools the first of them. Not with `drop_padding` or
+      `first_position_only`.
     intermediate_kernel_transposed: store each layer's first feed-forward kernel
       `[intermediate_size, hidden_size]` (`transposed_dense`), faster for inference on a few
       hundred rows on an AVX2 processor; such a model gets its weights by `rebuilt` from one in
@@ -112,6 +120,8 @@ class BertEncoder(config_model.BertConfigModel):
     segment_ids: int32 `[batch_size, seq_length]`.
     position_ids, instance_ids: int32 `[batch_size, seq_length]`, only when `packed` (see
       `tasks.pretraining.features.packed_pretraining_feature_spec`).
+    last_layer_positions: int32 `[batch_size, num_positions]`, only with
+      `last_layer_positions`.
 
   Outputs (dict):
     sequence_output: `[batch_size, seq_length, hidden_size]`, the last layer.
@@ -138,12 +148,15 @@ class BertEncoder(config_model.BertConfigModel):
   """
 
   def __init__(self, config, packed=False, drop_padding=False, first_position_only=False,
-               intermediate_kernel_transposed=False, **kwargs):
+               last_layer_positions=False, intermediate_kernel_transposed=False, **kwargs):
     if isinstance(config, dict):
       config = bert_config_lib.BertConfig.from_dict(config)
     if packed and (drop_padding or first_position_only):
       raise ValueError("drop_padding and first_position_only take a padding mask; packed rows "
                        "have none")
+    if last_layer_positions and (drop_padding or first_position_only):
+      raise ValueError("last_layer_positions takes every position's rows: not with "
+                       "drop_padding or first_position_only")
 
     # === Layers ===
     embeddings = embeddings_lib.BertEmbeddings(
@@ -170,10 +183,9 @@ class BertEncoder(config_model.BertConfigModel):
     pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
 
     # === Functional model ===
-    inputs = {
-        name: keras.Input(shape=(None,), dtype="int32", name=name)
-        for name in (PACKED_ENCODER_INPUTS if packed else ENCODER_INPUTS)
-    }
+    input_names = (PACKED_ENCODER_INPUTS if packed else ENCODER_INPUTS) + (
+        (LAST_LAYER_POSITIONS,) if last_layer_positions else ())
+    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in input_names}
     if packed:
       embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
                                     position_ids=inputs["position_ids"])
@@ -200,8 +212,11 @@ class BertEncoder(config_model.BertConfigModel):
       hidden_states = embedding_output
       encoder_outputs = []
       for index, layer in enumerate(layers):
-        hidden_states = layer(hidden_states, attention_mask,
-                              first_position_only=first_position_only and index == len(layers) - 1)
+        is_last = index == len(layers) - 1
+        hidden_states = layer(
+            hidden_states, attention_mask, first_position_only=first_position_only and is_last,
+            query_positions=inputs[LAST_LAYER_POSITIONS] if last_layer_positions and is_last
+            else None)
         encoder_outputs.append(hidden_states)
     sequence_output = encoder_outputs[-1]
     outputs = {
@@ -218,6 +233,7 @@ class BertEncoder(config_model.BertConfigModel):
     self.packed = packed
     self.drop_padding = drop_padding
     self.first_position_only = first_position_only
+    self.last_layer_positions = last_layer_positions
     self.intermediate_kernel_transposed = intermediate_kernel_transposed
     self.embeddings = embeddings
     self.transformer_layers = layers
@@ -231,6 +247,8 @@ class BertEncoder(config_model.BertConfigModel):
       config["drop_padding"] = True
     if self.first_position_only:
       config["first_position_only"] = True
+    if self.last_layer_positions:
+      config["last_layer_positions"] = True
     if self.intermediate_kernel_transposed:
       config["intermediate_kernel_transposed"] = True
     return config

@@ -12,6 +12,7 @@ from modeling import keras_variables
 from modeling import losses
 from modeling import optimization
 from modeling import pretraining_model
+from tasks.pretraining import task as pretraining_task
 
 CONFIG = bert_config_lib.BertConfig(
     vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -238,3 +239,41 @@ def test_one_optimizer_step_on_packed_rows_makes_the_unpacked_update(optimizer):
     assert not np.allclose(value, before[name].numpy()), name  # the step moved it
     compared += 1
   assert compared == len(updated[False]) - CONFIG.num_hidden_layers
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_a_last_layer_at_the_heads_positions_alone_gives_the_same_logits_and_gradients(packed):
+  """`last_layer_at_predictions` (what `run_pretraining.py` trains): the same logits, loss and
+  gradients as the full last layer, eagerly and compiled by XLA (the TPU path), both layouts."""
+  instances = _instances(seed=2)
+  batch = _packed_batch(instances, PACKS) if packed else _unpacked_batch(instances)
+  keras.utils.set_random_seed(2)
+  full = pretraining_model.BertPretrainingModel(CONFIG, packed=packed)
+  heads_only = full.rebuilt(last_layer_at_predictions=True)
+
+  def outputs_loss_and_gradients(model):
+    with tf.GradientTape() as tape:
+      outputs = model(batch, training=True)
+      total_loss, _, _ = losses.pretraining_loss(outputs, batch)
+    gradients = tape.gradient(total_loss, [v.value for v in model.trainable_variables])
+    return outputs, total_loss, gradients
+
+  expected = outputs_loss_and_gradients(full)
+  compiled = tf.function(lambda: outputs_loss_and_gradients(heads_only), jit_compile=True)
+  for outputs, total_loss, gradients in (outputs_loss_and_gradients(heads_only), compiled()):
+    num_cls = MAX_SEQUENCES_PER_PACK if packed else 1
+    assert outputs["sequence_output"].shape[1] == num_cls + batch["masked_lm_positions"].shape[1]
+    for name in ("masked_lm_logits", "next_sentence_logits", "pooled_output"):
+      # Logits of a few units: products over other row counts round differently, about 1e-6
+      # of the value per product.
+      np.testing.assert_allclose(outputs[name], expected[0][name], atol=1e-5, rtol=1e-5,
+                                 err_msg=name)
+    np.testing.assert_allclose(total_loss, expected[1], atol=1e-5, rtol=1e-6)
+    for variable, gradient, full_gradient in zip(full.trainable_variables, gradients,
+                                                 expected[2], strict=True):
+      np.testing.assert_allclose(tf.convert_to_tensor(gradient),
+                                 tf.convert_to_tensor(full_gradient), atol=1e-5, rtol=1e-4,
+                                 err_msg=variable.path)
+  assert heads_only.get_config()["last_layer_at_predictions"]
+  assert "last_layer_at_predictions" not in full.get_config()
+  assert pretraining_task.PretrainingTask(CONFIG, packed).build_model().last_layer_at_predictions

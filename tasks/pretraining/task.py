@@ -150,7 +150,8 @@ class PretrainingTask(task_lib.Task):
     self.packed = packed
 
   def build_model(self):
-    return pretraining_model.BertPretrainingModel(self.bert_config, packed=self.packed)
+    return pretraining_model.BertPretrainingModel(self.bert_config, packed=self.packed,
+                                                  last_layer_at_predictions=True)
 
   def compute_loss(self, features, outputs, training):
     total_loss, _, _ = losses.pretraining_loss(outputs, features)
