@@ -244,7 +244,8 @@ def test_one_optimizer_step_on_packed_rows_makes_the_unpacked_update(optimizer):
 @pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
 def test_a_last_layer_at_the_heads_positions_alone_gives_the_same_logits_and_gradients(packed):
   """`last_layer_at_predictions` (what `run_pretraining.py` trains): the same logits, loss and
-  gradients as the full last layer, eagerly and compiled by XLA (the TPU path), both layouts."""
+  gradients as the full last layer, both layouts; packed rows also compiled by XLA (the TPU path;
+  the unpacked layout's gather compiles in `test_modeling`'s first-position test)."""
   instances = _instances(seed=2)
   batch = _packed_batch(instances, PACKS) if packed else _unpacked_batch(instances)
   keras.utils.set_random_seed(2)
@@ -259,8 +260,11 @@ def test_a_last_layer_at_the_heads_positions_alone_gives_the_same_logits_and_gra
     return outputs, total_loss, gradients
 
   expected = outputs_loss_and_gradients(full)
-  compiled = tf.function(lambda: outputs_loss_and_gradients(heads_only), jit_compile=True)
-  for outputs, total_loss, gradients in (outputs_loss_and_gradients(heads_only), compiled()):
+  results = [outputs_loss_and_gradients(heads_only)]
+  if packed:
+    results.append(tf.function(lambda: outputs_loss_and_gradients(heads_only),
+                               jit_compile=True)())
+  for outputs, total_loss, gradients in results:
     num_cls = MAX_SEQUENCES_PER_PACK if packed else 1
     assert outputs["sequence_output"].shape[1] == num_cls + batch["masked_lm_positions"].shape[1]
     for name in ("masked_lm_logits", "next_sentence_logits", "pooled_output"):
