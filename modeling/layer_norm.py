@@ -23,8 +23,8 @@ class LayerNorm(keras.layers.LayerNormalization):
   Otherwise (exports, evaluation) the same graph becomes one `_MklLayerNorm` kernel (TensorFlow's
   oneDNN remapper rewrites it when nothing takes its gradient), but for inputs of fewer than
   `FORMULA_MAX_ELEMENTS` elements (a few sentences), which the formula's ops normalize faster,
-  with their statistics in float32 (docs/benchmarks.md, "Measurements behind the code"); under
-  XLA, an input of unknown size takes the formula's ops.
+  with their statistics in float32 (docs/benchmarks.md, "Measurements behind the code"). Under
+  XLA, training and inputs of unknown size take the formula's ops, which XLA fuses.
 
   Args:
     **kwargs: `keras.layers.LayerNormalization`'s, with `axis=-1`, `center` and `scale` on and
@@ -48,8 +48,9 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     Args:
       inputs: `[..., width]`, any float dtype.
-      training: True for the fused kernel and its gradient kernel; otherwise (exports,
-        evaluation, prediction) `_MklLayerNorm`, or the formula's ops for small inputs.
+      training: True for the fused kernel and its gradient kernel (the formula's ops under
+        XLA); otherwise (exports, evaluation, prediction) `_MklLayerNorm`, or the formula's ops
+        for small inputs.
 
     Returns:
       `[..., width]` in the compute dtype; mean and variance are accumulated in float32 even for
@@ -58,11 +59,15 @@ class LayerNorm(keras.layers.LayerNormalization):
     inputs = tf.cast(inputs, self.compute_dtype)
     # Keras's layer norm does not autocast its variables: float32 stays float32 under any policy.
     gamma, beta = tf.cast(self.gamma, inputs.dtype), tf.cast(self.beta, inputs.dtype)
+    in_xla = tf.__internal__.get_enclosing_xla_context() is not None
     if training:
-      return self._fused_normalized(inputs) * gamma + beta
+      # XLA fuses the formula's ops itself, and lowers the batch norm of a channel per row to
+      # loops that made a compiled training step several times slower (docs/benchmarks.md).
+      normalized = self._normalized(inputs) if in_xla else self._fused_normalized(inputs)
+      return normalized * gamma + beta
     is_small = tf.size(inputs) < FORMULA_MAX_ELEMENTS
     static_small = tf.get_static_value(is_small)
-    if static_small is None and tf.__internal__.get_enclosing_xla_context() is not None:
+    if static_small is None and in_xla:
       static_small = True  # XLA compiles no `Switch`; it fuses the formula's ops itself
     if static_small is not None:
       normalized = self._normalized(inputs) if static_small else self._fused_normalized(inputs)
