@@ -9,7 +9,8 @@ float32, dropout on, random weights and one fixed random batch:
 
 Rows:
   project     `BertPretrainingModel` + `losses.pretraining_loss`, in `tf.function`, with and
-              without `jit_compile`.
+              without `jit_compile`; its last layer computes the 21 positions the heads read
+              alone (`last_layer_at_predictions`), as `run_pretraining.py` trains.
   keras-hub   `keras_hub.models.BertBackbone` + `keras_hub.layers.MaskedLMHead` tied to its token
               embedding + a 2-way `Dense` next-sentence head on the pooled output, same loss
               function, in `tf.function`, with and without `jit_compile`.
@@ -30,7 +31,11 @@ Model FLOPs per step (multiply-add = 2 FLOPs; backward = 2 x forward, so trainin
   + 6 * batch * (H^2 + 2 * H)                           pooler and next-sentence head
 
 where `scored` is the number of positions whose vocabulary logits the row computes (20; `seq` for
-HF's own forward). Embedding lookups, LayerNorm, softmax, GELU and biases are not counted. MFU is
+HF's own forward). For the project's rows, whose last layer computes `r = 1 + 20` positions
+(its keys and values every position), the last layer's other `seq - r` rows are taken off:
+
+  - 6 * batch * (seq - r) * (2 * H^2 + 2 * H * I) - 3 * 2 * 2 * batch * (seq - r) * seq * H
+ Embedding lookups, LayerNorm, softmax, GELU and biases are not counted. MFU is
 achieved model GFLOP/s over the machine's float32 matmul peak, measured in the same run (before and
 after the models) as the best of TF's and PyTorch's square `matmul` (`--matmul_size`).
 
@@ -87,12 +92,13 @@ flags.DEFINE_integer("matmul_repeats", 3,
                      "Timed matmuls per library, before and after the models; the best is the peak.")
 
 
-def model_flops_per_step(shape, scored_positions):
+def model_flops_per_step(shape, scored_positions, last_layer_rows=None):
   """Training FLOPs of one step by the formula of the module docstring.
 
   Args:
     shape: a `shapes.Shape`.
     scored_positions: positions per example whose vocabulary logits are computed.
+    last_layer_rows: None, or the positions per example the last layer computes alone.
 
   Returns:
     float FLOPs.
@@ -101,6 +107,9 @@ def model_flops_per_step(shape, scored_positions):
   h, i, v = shape.hidden_size, shape.intermediate_size, shape.vocab_size
   layers = 6 * b * s * l * (4 * h * h + 2 * h * i)
   attention = 3 * 2 * 2 * b * l * s * s * h
+  if last_layer_rows is not None:
+    layers -= 6 * b * (s - last_layer_rows) * (2 * h * h + 2 * h * i)
+    attention -= 3 * 2 * 2 * b * (s - last_layer_rows) * s * h
   masked_lm = 6 * b * scored_positions * (h * h + v * h)
   pooler_and_next_sentence = 6 * b * (h * h + 2 * h)
   return float(layers + attention + masked_lm + pooler_and_next_sentence)
@@ -137,6 +146,7 @@ class Row:
   scored_positions: int
   num_params: int
   step: Callable[[], float]
+  last_layer_rows: int | None = None
 
 
 def _tf_step(model_fn, variables, batch, jit_compile):
@@ -167,12 +177,13 @@ def project_rows(shape, batch):
       vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
       num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_heads,
       intermediate_size=shape.intermediate_size, type_vocab_size=2)
-  model = pretraining_model.BertPretrainingModel(config)
+  model = pretraining_model.BertPretrainingModel(config, last_layer_at_predictions=True)
   model({name: tf.constant(value) for name, value in batch.items()})
   return [Row("project BertPretrainingModel", "yes" if jit else "no", shape.num_predictions,
               model.count_params(),
               _tf_step(lambda features: model(features, training=True),
-                       model.trainable_variables, batch, jit))
+                       model.trainable_variables, batch, jit),
+              last_layer_rows=1 + shape.num_predictions)
           for jit in (False, True)]
 
 
@@ -336,7 +347,7 @@ def main(argv):
       logging.info("%s %s jit=%s: %.3f s/step", row.implementation, shape.name, row.jit,
                    row_seconds)
       results.append((row.implementation, shape, row.jit, row.num_params, row_seconds,
-                      model_flops_per_step(shape, row.scored_positions) / 1e9))
+                      model_flops_per_step(shape, row.scored_positions, row.last_layer_rows) / 1e9))
     del rows
     keras.backend.clear_session()
     gc.collect()
