@@ -147,21 +147,21 @@ def test_training_runs_the_fused_kernels_and_inference_picks_by_size(precision, 
   assert not served_large & (formula_ops | {"FusedBatchNormV3", "_MklNativeFusedBatchNormV3"})
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
-@pytest.mark.parametrize("rows", [5, layer_norm.FORMULA_MAX_ELEMENTS // WIDTH + 5])
-def test_inference_of_unknown_size_matches_keras_in_value_and_gradient(rows, jit_compile):
+def _compare_with_keras(rows, training, jit_compile, input_signature=None, seed=5):
+  """Keras's layer and ours on the same random `[rows, WIDTH]` input, in one `tf.function` each:
+  asserts the same value and gradients; returns our function's traced graph."""
   keras_norm, ours = _layer_pair()
-  inputs = tf.constant(np.random.default_rng(5).normal(2.0, 3.0, size=(rows, WIDTH)), tf.float32)
-  output_gradients = tf.constant(np.random.default_rng(6).normal(size=(rows, WIDTH)), tf.float32)
+  rng = np.random.default_rng(seed)
+  inputs = tf.constant(rng.normal(2.0, 3.0, size=(rows, WIDTH)), tf.float32)
+  output_gradients = tf.constant(rng.normal(size=(rows, WIDTH)), tf.float32)
   results = []
   for layer in (keras_norm, ours):
 
-    @tf.function(input_signature=[tf.TensorSpec([None, WIDTH], tf.float32)] * 2,
-                 jit_compile=jit_compile)
+    @tf.function(input_signature=input_signature, jit_compile=jit_compile)
     def value_and_gradients(inputs, output_gradients, layer=layer):
       with tf.GradientTape() as tape:
         tape.watch(inputs)
-        outputs = layer(inputs, training=False)
+        outputs = layer(inputs, training=training)
       return [outputs] + tape.gradient(outputs, [inputs, layer.gamma, layer.beta],
                                        output_gradients=output_gradients)
 
@@ -169,30 +169,19 @@ def test_inference_of_unknown_size_matches_keras_in_value_and_gradient(rows, jit
   for name, expected, actual in zip(["value", "d inputs", "d gamma", "d beta"], *results):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
                                err_msg=name)
+  return value_and_gradients.get_concrete_function(inputs, output_gradients).graph
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("rows", [5, layer_norm.FORMULA_MAX_ELEMENTS // WIDTH + 5])
+def test_inference_of_unknown_size_matches_keras_in_value_and_gradient(rows, jit_compile):
+  _compare_with_keras(rows, False, jit_compile,
+                      input_signature=[tf.TensorSpec([None, WIDTH], tf.float32)] * 2)
 
 
 def test_training_under_xla_takes_the_formula_and_matches_keras_in_value_and_gradient():
   """XLA lowers the fused batch norm of a channel per row to slow loops: a compiled training step
   normalizes by the formula's ops instead, with Keras's values and gradients."""
-  keras_norm, ours = _layer_pair()
-  inputs = tf.constant(np.random.default_rng(7).normal(2.0, 3.0, size=(6, WIDTH)), tf.float32)
-  output_gradients = tf.constant(np.random.default_rng(8).normal(size=(6, WIDTH)), tf.float32)
-  results = []
-  for layer in (keras_norm, ours):
-
-    @tf.function(jit_compile=True)
-    def value_and_gradients(inputs, output_gradients, layer=layer):
-      with tf.GradientTape() as tape:
-        tape.watch(inputs)
-        outputs = layer(inputs, training=True)
-      return [outputs] + tape.gradient(outputs, [inputs, layer.gamma, layer.beta],
-                                       output_gradients=output_gradients)
-
-    results.append([t.numpy() for t in value_and_gradients(inputs, output_gradients)])
-    if layer is ours:
-      graph = value_and_gradients.get_concrete_function(inputs, output_gradients).graph
-      op_types = {op.type for op in graph.get_operations()}
-      assert "Rsqrt" in op_types and not any("BatchNorm" in t for t in op_types), op_types
-  for name, expected, actual in zip(["value", "d inputs", "d gamma", "d beta"], *results):
-    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max(),
-                               err_msg=name)
+  graph = _compare_with_keras(6, True, jit_compile=True, seed=7)
+  op_types = {op.type for op in graph.get_operations()}
+  assert "Rsqrt" in op_types and not any("BatchNorm" in t for t in op_types), op_types
