@@ -35,9 +35,10 @@ HF's own forward). For the project's rows, whose last layer computes `r = 1 + 20
 (its keys and values every position), the last layer's other `seq - r` rows are taken off:
 
   - 6 * batch * (seq - r) * (2 * H^2 + 2 * H * I) - 3 * 2 * 2 * batch * (seq - r) * seq * H
- Embedding lookups, LayerNorm, softmax, GELU and biases are not counted. MFU is
-achieved model GFLOP/s over the machine's float32 matmul peak, measured in the same run (before and
-after the models) as the best of TF's and PyTorch's square `matmul` (`--matmul_size`).
+
+Embedding lookups, LayerNorm, softmax, GELU and biases are not counted. MFU is achieved model
+GFLOP/s over the machine's float32 matmul peak, measured in the same run (before and after the
+models) as the best of TF's and PyTorch's square `matmul` (`--matmul_size`).
 
 TensorFlow turns its oneDNN kernels on by default only on some CPUs; this benchmark, as the
 project's scripts, turns them on on any x86-64 CPU unless `TF_ENABLE_ONEDNN_OPTS` is set
