@@ -46,9 +46,10 @@ Two parts, one run (`--parts` picks them):
    layer at `[CLS]` alone (`BertEncoder(first_position_only=True)`), and its rows count that
    layer's keys and values at every position, its query, output projection and feed-forward on
    one row a sequence, and its scores and context for one query. Embedding lookups, LayerNorm,
-   softmax, GELU, biases and the optimizer are not counted. The peak per dtype is `matmul_peak.in_process_peaks`: the best of eager `tf.linalg.matmul` and
-   `torch.matmul` at BERT's dense and attention shapes, measured in this process before and after
-   the models (the best counts).
+   softmax, GELU, biases and the optimizer are not counted. The peak per dtype is
+   `matmul_peak.in_process_peaks`: the best of eager `tf.linalg.matmul` and `torch.matmul` at
+   BERT's dense and attention shapes, measured in this process before and after the models (the
+   best counts).
 
    `--profile` adds, per shape and precision, in the same workers after the timed steps, where
    each row's step spends its time. (a) Seconds per step split into forward (the forward pass and
