@@ -18,7 +18,7 @@ For each task of `--tasks`, as a user would run it (each script a subprocess, it
      `--serve_batch_size`, padded to the longest of the batch in the graph), keeping the float32
      `probabilities`.
 
-Printed per task: the held-out examples; accuracy (and F1 of class "1" for MRPC, GLUE's MRPC
+Printed per task: the held-out examples (SST-2: both folds' together); accuracy (and F1 of class "1" for MRPC, GLUE's MRPC
 metrics) of the float32 and the bfloat16 export and their difference in points (100 x the
 difference of the fractions); the share of examples whose argmax is the same in both; the largest
 |probability difference| over all examples and classes; the smallest float32 margin (top
@@ -30,14 +30,16 @@ Data (third-party, read from `--shared_data`, written only under `--output_dir`)
   MRPC   GLUE has no test labels here: the 408-row dev split is held out from
          `glue/MRPC/msr_paraphrase_train.txt` with seed 12345 (`examples/glue_minilm.py`'s
          `mrpc_data_dir`); the other 3,668 rows train.
-  SST-2  only `glue/SST-2/dev.tsv` (872 rows) is here: half of it, chosen with `--sst2_seed`,
-         fine-tunes, the other half (436 rows) is held out and scored.
+  SST-2  only `glue/SST-2/dev.tsv` (872 rows) is here, scored whole in two folds: its halves
+         (436 rows each, split with `--sst2_seed`) each fine-tune one classifier that is
+         exported twice and scores the other half. The figures pool both folds' 872
+         predictions, so one flipped label moves accuracy by 0.115 points, not 0.23.
 
 `--max_train_examples` / `--max_eval_examples` cut the splits for a quick trial (the figures are
 then not the benchmark's). The default epochs (MRPC 2: 229 steps; SST-2 3: 40 steps) give real
 classifiers (MRPC F1 0.86, as 3 epochs in docs/classification.md; SST-2 accuracy about 0.8 from
 436 examples); on a 2-core machine without other load the fine-tuning runs took 288 s and 59 s
-(MRPC at 36 training examples/s) and the whole benchmark 7 minutes. Fine-tuning is not
+per SST-2 fold (MRPC at 36 training examples/s) and the whole benchmark 8 minutes. Fine-tuning is not
 bit-reproducible from run to run (two SST-2 runs of the same flags scored 0.794 and 0.810), so
 each run's checkpoint, and its few examples near the decision boundary, differ.
 
@@ -102,18 +104,20 @@ flags.DEFINE_float("min_agreement", 99.5, "Target: argmax agreement in percent, 
 flags.DEFINE_float("max_metric_move", 0.3, "Target: |metric difference| in points, at most.")
 
 
-def sst2_data_dir(shared_data, output_dir, seed):
-  """train.tsv / dev.tsv: the halves of SST-2's dev.tsv (train: `seed`'s sample), header kept."""
+def sst2_data_dir(shared_data, output_dir, seed, fold):
+  """train.tsv / dev.tsv of SST-2's `fold` (0 or 1): the halves of its dev.tsv, header kept.
+
+  Fold 0 trains on `seed`'s sample of half the rows and holds out the rest; fold 1 swaps them."""
   lines = (shared_data / "glue/SST-2/dev.tsv").read_text(encoding="utf-8").splitlines(
       keepends=True)
   header, rows = lines[0], lines[1:]
-  train_indices = set(random.Random(seed).sample(range(len(rows)), len(rows) // 2))
-  data_dir = output_dir / "SST-2"
+  sample = set(random.Random(seed).sample(range(len(rows)), len(rows) // 2))
+  halves = ([r for i, r in enumerate(rows) if i in sample],
+            [r for i, r in enumerate(rows) if i not in sample])
+  data_dir = output_dir / f"SST-2-fold{fold}"
   data_dir.mkdir(parents=True, exist_ok=True)
-  (data_dir / "train.tsv").write_text(
-      header + "".join(r for i, r in enumerate(rows) if i in train_indices), encoding="utf-8")
-  (data_dir / "dev.tsv").write_text(
-      header + "".join(r for i, r in enumerate(rows) if i not in train_indices), encoding="utf-8")
+  (data_dir / "train.tsv").write_text(header + "".join(halves[fold]), encoding="utf-8")
+  (data_dir / "dev.tsv").write_text(header + "".join(halves[1 - fold]), encoding="utf-8")
   return data_dir
 
 
@@ -124,12 +128,17 @@ def cut_rows(path, limit):
     path.write_text("".join(lines[:1 + limit]), encoding="utf-8")
 
 
-def task_data_dir(task, shared_data, output_dir):
-  """The task's data directory (train.tsv, dev.tsv) under `output_dir`."""
+def task_folds(task):
+  """The names of the task's folds: one fine-tuning run and held-out split each."""
+  return ["mrpc"] if task == "mrpc" else ["sst-2-fold0", "sst-2-fold1"]
+
+
+def fold_data_dir(task, fold_index, shared_data, output_dir):
+  """The data directory (train.tsv, dev.tsv) of the task's fold under `output_dir`."""
   if task == "mrpc":
     data_dir, _ = glue_minilm.mrpc_data_dir(shared_data, output_dir)
   else:
-    data_dir = sst2_data_dir(shared_data, output_dir, FLAGS.sst2_seed)
+    data_dir = sst2_data_dir(shared_data, output_dir, FLAGS.sst2_seed, fold_index)
   cut_rows(data_dir / "train.tsv", FLAGS.max_train_examples)
   cut_rows(data_dir / "dev.tsv", FLAGS.max_eval_examples)
   return data_dir
@@ -194,29 +203,40 @@ def margins(probabilities):
   return top2[:, 1] - top2[:, 0]
 
 
-def compare(task, data_dir, export_paths):
-  """Serves the held-out examples through both exports; the task's figures."""
+def serve_held_out(task, data_dir, export_paths):
+  """Serves the fold's held-out examples through both exports: their guids, label ids,
+  {precision: probabilities} and {precision: seconds}."""
   processor = reader.glue_processors()[task]
   label_list = processor.get_labels()
   examples = processor.get_dev_examples(str(data_dir))
-  label_ids = np.array([label_list.index(example.label) for example in examples])
   probabilities, seconds = {}, {}
   for precision in PRECISIONS:
     probabilities[precision], seconds[precision] = serve(export_paths[precision], examples,
                                                          processor.has_pairs)
+  return {"guids": [example.guid for example in examples],
+          "label_ids": np.array([label_list.index(example.label) for example in examples]),
+          "probabilities": probabilities, "seconds": seconds}
+
+
+def compare(task, folds):
+  """The task's figures over its folds' held-out examples together."""
+  label_list = reader.glue_processors()[task].get_labels()
+  guids = [f"{fold['name']}/{guid}" for fold in folds for guid in fold["guids"]]
+  label_ids = np.concatenate([fold["label_ids"] for fold in folds])
+  probabilities = {p: np.concatenate([fold["probabilities"][p] for fold in folds])
+                   for p in PRECISIONS}
   fp32, bf16 = probabilities["float32"], probabilities["bfloat16"]
   disagree = np.flatnonzero(np.argmax(fp32, -1) != np.argmax(bf16, -1))
   fp32_margins = margins(fp32)
   return {
-      "examples": len(examples),
+      "examples": len(label_ids),
       "metrics": {p: metrics(task, probabilities[p], label_ids, label_list.index(POSITIVE_LABEL))
                   for p in PRECISIONS},
-      "agreement": 100.0 * (1 - len(disagree) / len(examples)),
+      "agreement": 100.0 * (1 - len(disagree) / len(label_ids)),
       "max_diff": float(np.max(np.abs(fp32 - bf16))),
       "min_margin": float(np.min(fp32_margins)),
-      "disagreements": [(examples[i].guid, float(fp32_margins[i]), fp32[i], bf16[i])
-                        for i in disagree],
-      "seconds": seconds,
+      "disagreements": [(guids[i], float(fp32_margins[i]), fp32[i], bf16[i]) for i in disagree],
+      "folds": folds,
   }
 
 
@@ -244,11 +264,14 @@ def print_report(results, epochs, start):
             f"{bf16:7.4f} {100 * (bf16 - fp32):+8.2f} {result['agreement']:8.2f} "
             f"{result['max_diff']:8.1e} {result['min_margin']:15.2e}")
   for task, result in results.items():
-    runner = result["runner"]
-    print(f"{task}: runner's eval_results.txt (the training run's --do_eval): accuracy "
-          f"{runner['eval_accuracy']:.4f}" + (f", f1 {runner['f1']:.4f}" if "f1" in runner else "")
-          + f"; fine-tuning run {result['train_seconds']:.0f} s; serving the held-out examples "
-          f"fp32 {result['seconds']['float32']:.1f} s, bf16 {result['seconds']['bfloat16']:.1f} s")
+    for fold in result["folds"]:
+      runner = fold["runner"]
+      print(f"{fold['name']}: runner's eval_results.txt (the training run's --do_eval on its "
+            f"{len(fold['guids'])} held-out examples): accuracy {runner['eval_accuracy']:.4f}"
+            + (f", f1 {runner['f1']:.4f}" if "f1" in runner else "")
+            + f"; fine-tuning run {fold['train_seconds']:.0f} s; serving the held-out examples "
+            f"fp32 {fold['seconds']['float32']:.1f} s, bf16 {fold['seconds']['bfloat16']:.1f} s")
+  for task, result in results.items():
     if not result["disagreements"]:
       print(f"{task}: no example labelled differently by the two exports")
     for guid, margin, fp32, bf16 in result["disagreements"]:
@@ -280,20 +303,24 @@ def main(argv):
   bert_dir = common.convert_minilm(output_dir)
   results = {}
   for task, task_epochs in zip(FLAGS.tasks, epochs):
-    data_dir = task_data_dir(task, shared_data, output_dir)
-    run_dir = output_dir / f"{task}_output"
-    train_start = time.time()
-    runner_results = fine_tune(task, data_dir, bert_dir, run_dir, task_epochs,
-                               output_dir / f"{task}_train.log")
-    train_seconds = time.time() - train_start
-    export_paths = {
-        precision: export(task, data_dir, bert_dir, run_dir,
-                          output_dir / f"{task}_export_{precision}", precision,
-                          output_dir / f"{task}_export_{precision}.log")
-        for precision in PRECISIONS}
-    results[task] = compare(task, data_dir, export_paths)
-    results[task].update(runner=runner_results, train_seconds=train_seconds)
-    print(f"{task} done at {time.time() - start:.0f} s", flush=True)
+    folds = []
+    for fold_index, name in enumerate(task_folds(task)):
+      data_dir = fold_data_dir(task, fold_index, shared_data, output_dir)
+      run_dir = output_dir / f"{name}_output"
+      train_start = time.time()
+      runner_results = fine_tune(task, data_dir, bert_dir, run_dir, task_epochs,
+                                 output_dir / f"{name}_train.log")
+      train_seconds = time.time() - train_start
+      export_paths = {
+          precision: export(task, data_dir, bert_dir, run_dir,
+                            output_dir / f"{name}_export_{precision}", precision,
+                            output_dir / f"{name}_export_{precision}.log")
+          for precision in PRECISIONS}
+      fold = serve_held_out(task, data_dir, export_paths)
+      fold.update(name=name, runner=runner_results, train_seconds=train_seconds)
+      folds.append(fold)
+      print(f"{name} done at {time.time() - start:.0f} s", flush=True)
+    results[task] = compare(task, folds)
   print_report(results, epochs, start)
 
 
