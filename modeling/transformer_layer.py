@@ -115,13 +115,13 @@ class TransformerLayer(keras.layers.Layer):
     """
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
-    layer_input = tf.reshape(tf.cast(hidden_states, self.compute_dtype), [-1, self.hidden_size])
+    hidden_states = tf.cast(hidden_states, self.compute_dtype)
+    layer_input = tf.reshape(hidden_states, [-1, self.hidden_size])
     if first_position_only and token_rows is None:
       query_positions = tf.zeros([tf.shape(hidden_states)[0], 1], tf.int32)
     if query_positions is not None:
       query_positions = tf.cast(query_positions, tf.int32)
-      query_input = tf.gather(tf.cast(hidden_states, self.compute_dtype), query_positions,
-                              batch_dims=1)
+      query_input = tf.gather(hidden_states, query_positions, batch_dims=1)
       if attention_mask.shape.rank == 3:
         attention_mask = tf.gather(attention_mask, query_positions, batch_dims=1)
       layer_output = self._dense_part(
