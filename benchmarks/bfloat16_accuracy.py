@@ -18,13 +18,13 @@ For each task of `--tasks`, as a user would run it (each script a subprocess, it
      `--serve_batch_size`, padded to the longest of the batch in the graph), keeping the float32
      `probabilities`.
 
-Printed per task: the held-out examples (SST-2: both folds' together); accuracy (and F1 of class "1" for MRPC, GLUE's MRPC
-metrics) of the float32 and the bfloat16 export and their difference in points (100 x the
-difference of the fractions); the share of examples whose argmax is the same in both; the largest
-|probability difference| over all examples and classes; the smallest float32 margin (top
-probability minus the second) of any example; and, for each example the two exports label
-differently, its float32 margin and both probability vectors. Targets: agreement >= 99.5 percent and
-every metric moved by at most 0.3 points, each printed as met or missed.
+Printed per task: the held-out examples (SST-2: both folds' together); accuracy (and F1 of class
+"1" for MRPC, GLUE's MRPC metrics) of the float32 and the bfloat16 export and their difference in
+points (100 x the difference of the fractions); the share of examples whose argmax is the same in
+both; the largest |probability difference| over all examples and classes; the smallest float32
+margin (top probability minus the second) of any example; and, for each example the two exports
+label differently, its float32 margin and both probability vectors. Targets: agreement >= 99.5
+percent and every metric moved by at most 0.3 points, each printed as met or missed.
 
 Data (third-party, read from `--shared_data`, written only under `--output_dir`):
   MRPC   GLUE has no test labels here: the 408-row dev split is held out from
@@ -33,14 +33,14 @@ Data (third-party, read from `--shared_data`, written only under `--output_dir`)
   SST-2  only `glue/SST-2/dev.tsv` (872 rows) is here, scored whole in two folds: its halves
          (436 rows each, split with `--sst2_seed`) each fine-tune one classifier that is
          exported twice and scores the other half. The figures pool both folds' 872
-         predictions, so one flipped label moves accuracy by 0.115 points, not 0.23.
+         predictions, so one flipped label moves accuracy by 0.115 points.
 
 `--max_train_examples` / `--max_eval_examples` cut the splits for a quick trial (the figures are
 then not the benchmark's). The default epochs (MRPC 2: 229 steps; SST-2 3: 40 steps) give real
-classifiers (MRPC F1 0.86, as 3 epochs in docs/classification.md; SST-2 accuracy about 0.8 from
-436 examples); on a 2-core machine without other load the fine-tuning runs took 288 s and 59 s
-per SST-2 fold (MRPC at 36 training examples/s) and the whole benchmark 8 minutes. Fine-tuning is not
-bit-reproducible from run to run (two SST-2 runs of the same flags scored 0.794 and 0.810), so
+classifiers (MRPC F1 0.86, as 3 epochs in docs/classification.md; SST-2 accuracy about 0.8 from 436
+examples); on a 2-core machine without other load the fine-tuning runs took 190-202 s and 38-43 s
+per SST-2 fold (MRPC at 37 training examples/s) and the whole benchmark 8 minutes. Fine-tuning is
+not bit-reproducible from run to run (two SST-2 runs of the same flags scored 0.794 and 0.810), so
 each run's checkpoint, and its few examples near the decision boundary, differ.
 
 Usage:
