@@ -5,8 +5,9 @@ variable names, its `bert_config.json`) and one GLUE task's held-out examples, a
 independent forward pass written here in plain TensorFlow ops (no project layer), first in float32
 everywhere, then with bfloat16 placed in one site at a time:
 
-  weights only          every product's weights rounded to bfloat16, the rest float32
-  inputs only           every product's activation input rounded, the rest float32
+  weights only          the weight matrices rounded to bfloat16, everything else float32
+  inputs only           every product's activation operands rounded (the attention products'
+                        both), weights and everything else float32
   all products          both inputs of every product bfloat16, the rest float32
   as the export         all products and the rest (embeddings, bias adds, residual adds, GELU,
                         the layer norms' outputs, softmax) bfloat16, the layer norms computing in
@@ -60,6 +61,11 @@ flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
 flags.mark_flags_as_required(["run_dir", "task_name", "data_dir", "vocab_file"])
 
 F32, BF16 = tf.float32, tf.bfloat16
+def _rounded(x):
+  """float32 `x` rounded to bfloat16's values, kept in float32."""
+  return tf.cast(tf.cast(x, BF16), F32)
+
+
 SITES = ("qkv", "attention", "attention_output", "ffn_in", "ffn_out", "pooler")
 
 
@@ -67,8 +73,9 @@ class Forward:
   """The classifier's forward pass with a chosen precision per product.
 
   `policy(layer, site)` names how the product at `site` of `layer` (0-based; the pooler is
-  layer `num_hidden_layers`) runs: "f32"; "bf16" (both inputs bfloat16); "weights" or "inputs"
-  (only that input rounded to bfloat16, computed in float32). `rest` is the dtype of everything
+  layer `num_hidden_layers`) runs: "f32"; "bf16" (both operands bfloat16); "weights" or
+  "inputs" (only the weight operand, or only the activation operands, rounded to bfloat16,
+  computed in float32). `rest` is the dtype of everything
   that is not a product, but the layer norms' arithmetic and the classifier layer.
   """
 
@@ -80,14 +87,18 @@ class Forward:
     self.config = config
     self.activation = activations.get_activation(config.hidden_act)
 
-  def _product(self, a, b, mode, **kwargs):
+  def _product(self, a, b, mode, b_is_weight=True, **kwargs):
+    """`a @ b` in `mode`; `a` is an activation, `b` a weight matrix unless `b_is_weight` is
+    False (the attention products' keys and values)."""
     if mode == "bf16":
       return tf.matmul(tf.cast(a, BF16), tf.cast(b, BF16), **kwargs)
     a, b = tf.cast(a, F32), tf.cast(b, F32)
-    if mode == "weights":
-      b = tf.cast(tf.cast(b, BF16), F32)
-    elif mode == "inputs":
-      a = tf.cast(tf.cast(a, BF16), F32)
+    if mode == "inputs":
+      a = _rounded(a)
+      if not b_is_weight:
+        b = _rounded(b)
+    elif mode == "weights" and b_is_weight:
+      b = _rounded(b)
     return tf.matmul(a, b, **kwargs)
 
   def _dense(self, x, name, mode, rest):
@@ -126,9 +137,11 @@ class Forward:
       query, key, value = (split_heads(self._dense(hidden, prefix + "attention/self/" + n,
                                                    policy(i, "qkv"), rest))
                            for n in ("query", "key", "value"))
-      scores = tf.cast(self._product(query, key, policy(i, "attention"), transpose_b=True), rest)
+      scores = tf.cast(self._product(query, key, policy(i, "attention"), b_is_weight=False,
+                                     transpose_b=True), rest)
       probabilities = tf.nn.softmax(scores * tf.cast(1 / math.sqrt(head_size), rest) + mask_adder)
-      context = tf.cast(self._product(probabilities, value, policy(i, "attention")), rest)
+      context = tf.cast(self._product(probabilities, value, policy(i, "attention"),
+                                      b_is_weight=False), rest)
       context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size * seq_length, width])
       attention_output = self._layer_norm(
           self._dense(context, prefix + "attention/output/dense", policy(i, "attention_output"),
