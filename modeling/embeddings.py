@@ -42,7 +42,9 @@ class BertEmbeddings(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
     self.layer_norm = layer_norm.make_layer_norm(name="LayerNorm")
-    self.dropout = dropout.Dropout(dropout_rate)
+    # On the layer norm's float32 output: the residual stream, which a compute-dtype dropout
+    # would round.
+    self.dropout = dropout.Dropout(dropout_rate, dtype=layer_norm.RESIDUAL_DTYPE)
 
   def build(self, input_shape=None):
     initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
@@ -69,7 +71,8 @@ class BertEmbeddings(keras.layers.Layer):
       training: apply dropout.
 
     Returns:
-      float `[batch_size, seq_length, hidden_size]` in the layer's compute dtype.
+      float32 `[batch_size, seq_length, hidden_size]`, the layer norm's output (the residual
+      stream, `layer_norm.RESIDUAL_DTYPE`, under every policy).
     """
     seq_length = input_ids.shape[1]
     if seq_length is not None and seq_length > self.max_position_embeddings:
@@ -83,7 +86,7 @@ class BertEmbeddings(keras.layers.Layer):
       position = tf.gather(self.position_embeddings, position_ids)
     summed = word + token_type + position
     normalized = self.layer_norm(summed)
-    return tf.cast(self.dropout(normalized, training=training), self.compute_dtype)
+    return self.dropout(normalized, training=training)
 
   def get_config(self):
     config = super().get_config()

@@ -7,6 +7,11 @@ import tensorflow as tf
 # Hard-coded in TF1 `tf.contrib.layers.layer_norm`, which the original used.
 LAYER_NORM_EPSILON = 1e-12
 
+# The dtype of the layer norms and of the residual stream they normalize, under every policy, as
+# PyTorch's autocast keeps it: rounded to bfloat16 after every layer norm, it added to a bfloat16
+# model's error and saved no time (docs/benchmarks.md, "Measurements behind the code").
+RESIDUAL_DTYPE = "float32"
+
 # At inference, inputs of fewer elements are normalized by the formula's ops: `_MklLayerNorm`
 # pays a fixed cost per call that they do not, and below about this size it is most of its time.
 FORMULA_MAX_ELEMENTS = 1 << 16
@@ -120,15 +125,12 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 
 def make_layer_norm(name):
-  """Returns the `LayerNorm` of a layer being built, in the dtype the global policy asks for.
+  """Returns the `LayerNorm` of a layer being built: float32 under every policy.
 
-  Under a mixed policy (`mixed_float16`/`mixed_bfloat16`) and in float32 the layer is pinned to
-  float32 (its inputs are cast up; the next layer casts the output back down): training keeps its
-  statistics' inputs, and the gradients of its output, in float32. Under the `bfloat16` policy of
-  a bfloat16 export (`serving/export_precision.py`) it reads and writes bfloat16 with float32
-  `gamma` and `beta` (policy `mixed_bfloat16`): its kernel still accumulates in float32, and the
-  casts around it are gone.
+  Its inputs are cast up and its output is float32, the dtype of the residual stream
+  (`RESIDUAL_DTYPE`), which the next matrix product casts down to the compute dtype. Under
+  mixed precision, training keeps the statistics' inputs and the gradients of the output in
+  float32; a bfloat16 export (`serving/export_precision.py`) computes as a model trained under
+  mixed_bfloat16 does.
   """
-  exporting_bfloat16 = keras.mixed_precision.global_policy().name == "bfloat16"
-  return LayerNorm(epsilon=LAYER_NORM_EPSILON, name=name,
-                   dtype="mixed_bfloat16" if exporting_bfloat16 else "float32")
+  return LayerNorm(epsilon=LAYER_NORM_EPSILON, name=name, dtype=RESIDUAL_DTYPE)

@@ -170,7 +170,12 @@ class RealTokenRows(keras.layers.Layer):
 
 
 class GatherTokenRows(keras.layers.Layer):
-  """`[batch_size, seq_length, hidden_size]` -> `[num_tokens, hidden_size]`, the real tokens'."""
+  """`[batch_size, seq_length, hidden_size]` -> `[num_tokens, hidden_size]`, the real tokens',
+  in the input's dtype (the float32 residual stream under any policy)."""
+
+  def __init__(self, **kwargs):
+    kwargs["autocast"] = False
+    super().__init__(**kwargs)
 
   def call(self, hidden_states, token_rows):
     """Args: hidden_states `[batch_size, seq_length, hidden_size]`; token_rows int64
@@ -180,7 +185,11 @@ class GatherTokenRows(keras.layers.Layer):
 
 class ScatterTokenRows(keras.layers.Layer):
   """`[num_tokens, hidden_size]` -> `[batch_size, seq_length, hidden_size]`, zeros at the rows
-  `token_rows` does not hold."""
+  `token_rows` does not hold; in the input's dtype."""
+
+  def __init__(self, **kwargs):
+    kwargs["autocast"] = False
+    super().__init__(**kwargs)
 
   def call(self, token_states, token_rows, input_mask):
     """Args: token_states `[num_tokens, hidden_size]`; token_rows int64 `[num_tokens, 1]`

@@ -41,6 +41,9 @@ class TransformerLayer(keras.layers.Layer):
   def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
                intermediate_kernel_transposed=False, **kwargs):
+    # Keras would round the hidden states to the compute dtype on the way in: under a bfloat16 or
+    # mixed policy the residual stream they carry stays float32 (see `call`).
+    kwargs["autocast"] = False
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.num_attention_heads = num_attention_heads
@@ -88,6 +91,10 @@ class TransformerLayer(keras.layers.Layer):
            first_position_only=False, query_positions=None):
     """Runs the layer.
 
+    The residual stream (each sub-layer's input, added to its output, and the layer norms'
+    outputs) is float32 under every policy, as PyTorch's autocast keeps it: only the operands of
+    the matrix products, and what runs between them, are in the compute dtype.
+
     Args:
       hidden_states: float `[batch_size, seq_length, hidden_size]`; or, with `token_rows`,
         `[num_tokens, hidden_size]`, the real tokens' rows alone.
@@ -111,11 +118,11 @@ class TransformerLayer(keras.layers.Layer):
     Returns:
       `[batch_size, seq_length, hidden_size]`, `[num_tokens, hidden_size]` with `token_rows`,
       `[batch_size, 1, hidden_size]` with `first_position_only`, or `[batch_size, num_queries,
-      hidden_size]` with `query_positions`; in the compute dtype.
+      hidden_size]` with `query_positions`; float32.
     """
     # 2-D [batch * seq, H] for every dense layer, as the original: a 3-D input makes the matmul a
     # broadcast batch matmul, several times slower on CPU.
-    hidden_states = tf.cast(hidden_states, self.compute_dtype)
+    hidden_states = tf.cast(hidden_states, layer_norm.RESIDUAL_DTYPE)
     layer_input = tf.reshape(hidden_states, [-1, self.hidden_size])
     if first_position_only and token_rows is None:
       query_positions = tf.zeros([tf.shape(hidden_states)[0], 1], tf.int32)
@@ -143,18 +150,21 @@ class TransformerLayer(keras.layers.Layer):
     """The layer on the rows of `layer_input` `[rows, hidden_size]` (every position, or the
     real tokens' with `token_rows`, see `SelfAttention.call`) -> `[rows, hidden_size]`; or, with
     `query_input` `[batch_size * num_queries, hidden_size]`, on those rows alone -> the same
-    shape."""
-    context = self.self_attention(layer_input, mask_adder, training=training,
-                                  token_rows=token_rows, query_states=query_input)
+    shape. Inputs and output in the residual stream's float32."""
+    context = self.self_attention(
+        tf.cast(layer_input, self.compute_dtype), mask_adder, training=training,
+        token_rows=token_rows,
+        query_states=None if query_input is None else tf.cast(query_input, self.compute_dtype))
     residual = layer_input if query_input is None else query_input
     attention_output = self.attention_dropout(self.attention_output_dense(context),
                                               training=training)
-    attention_output = tf.cast(self.attention_layer_norm(attention_output + residual),
-                               self.compute_dtype)
+    attention_states = self.attention_layer_norm(
+        tf.cast(attention_output, residual.dtype) + residual)
     activation = self.training_activation if training else self.activation
-    intermediate = activation(self.intermediate_dense(attention_output))
+    intermediate = activation(
+        self.intermediate_dense(tf.cast(attention_states, self.compute_dtype)))
     layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
-    return tf.cast(self.output_layer_norm(layer_output + attention_output), self.compute_dtype)
+    return self.output_layer_norm(tf.cast(layer_output, attention_states.dtype) + attention_states)
 
   def get_config(self):
     config = super().get_config()

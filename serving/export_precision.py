@@ -1,17 +1,18 @@
 """The compute precision of an export: "float32" or "bfloat16".
 
-A bfloat16 export runs its matrix products in bfloat16, as `--mixed_precision=mixed_bfloat16`
-trains; the layer norms and the attention softmax read and write bfloat16 but accumulate in
-float32 inside their kernels. Its variables are bfloat16 too (Keras's
+A bfloat16 export computes as `--mixed_precision=mixed_bfloat16` trains: its matrix products,
+and what runs between them (bias adds, GELU, the attention softmax, which accumulates in float32
+inside its kernel), in bfloat16; the residual stream (the layer norms, float32 under every policy,
+their outputs and the adds into them) in float32. Its variables are bfloat16 too (Keras's
 "bfloat16" policy rather than "mixed_bfloat16"): mixed_bfloat16 would cast every float32 kernel,
 and the whole word-embedding table, to bfloat16 on every call, to the same bfloat16 values; stored
 once, those casts are gone and the SavedModel's weights take half the bytes. The layer norms'
-variables stay float32 (`layer_norm.make_layer_norm` gives them the `mixed_bfloat16` policy). The
-servers cast their float outputs to float32, so the signatures are the same in both.
+variables stay float32 (`layer_norm.make_layer_norm`). The servers cast their float outputs to
+float32, so the signatures are the same in both.
 
 Usage:
   with export_precision.compute_policy("bfloat16"):
-    model = pretraining_model.BertPretrainingModel(bert_config)   # bfloat16 but its norms' weights
+    model = pretraining_model.BertPretrainingModel(bert_config)   # bfloat16 but its norms
   served = export_precision.model_in_precision(trainer.model, "bfloat16")   # a copy
 """
 

@@ -7,10 +7,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.util import _pywrap_util_port
 
-from base import cpu_features
 from benchmarks import xplane
 from modeling import layer_norm
-from serving import export_precision
 
 WIDTH = 32
 
@@ -69,35 +67,27 @@ def test_refuses_other_axes_and_switches():
     layer_norm.LayerNorm(center=False)
 
 
-@pytest.mark.parametrize("policy,compute_dtype", [("float32", "float32"),
-                                                  ("mixed_bfloat16", "float32"),
-                                                  ("mixed_float16", "float32")])
-def test_training_policies_keep_it_in_float32(policy, compute_dtype):
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16", "mixed_float16", "bfloat16"])
+def test_every_policy_keeps_it_in_float32(policy):
+  """Training's mixed policies and a bfloat16 export's alike: float32 weights, statistics and
+  output (the residual stream), whatever the input's dtype."""
+  keras_norm, _ = _layer_pair()
   previous = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(policy)
   try:
-    norm = layer_norm.make_layer_norm("LayerNorm")
+    ours = layer_norm.make_layer_norm("LayerNorm")
   finally:
     keras.mixed_precision.set_global_policy(previous)
-  assert norm.compute_dtype == compute_dtype
-  assert norm(tf.zeros([2, WIDTH], tf.bfloat16)).dtype == compute_dtype
-
-
-def test_bfloat16_export_reads_and_writes_bfloat16_with_float32_weights():
-  keras_norm, _ = _layer_pair()
-  with export_precision.compute_policy("bfloat16"):
-    ours = layer_norm.make_layer_norm("LayerNorm")
   ours.build((None, WIDTH))
   for keras_weight, our_weight in zip(keras_norm.weights, ours.weights, strict=True):
     our_weight.assign(keras_weight)
+  assert ours.compute_dtype == "float32"
   assert [weight.dtype for weight in ours.weights] == ["float32", "float32"]
   inputs = tf.constant(np.random.default_rng(4).normal(size=(6, WIDTH)), tf.bfloat16)
   outputs = ours(inputs)
-  assert outputs.dtype == tf.bfloat16
-  expected = keras_norm(tf.cast(inputs, tf.float32)).numpy()
-  # Statistics in float32 inside the kernel; the output and gamma, beta rounded to bfloat16.
-  np.testing.assert_allclose(tf.cast(outputs, tf.float32).numpy(), expected,
-                             atol=3 * 2 ** -8 * np.abs(expected).max())
+  assert outputs.dtype == tf.float32
+  np.testing.assert_allclose(outputs.numpy(), keras_norm(tf.cast(inputs, tf.float32)).numpy(),
+                             rtol=1e-5, atol=1e-5)
 
 
 def _executed_op_types(function, inputs, trace_dir):
@@ -110,19 +100,9 @@ def _executed_op_types(function, inputs, trace_dir):
   return {op_type for _, op_type, _ in xplane.leaf_op_events(str(trace_dir))}
 
 
-# oneDNN computes bfloat16 only where the CPU has AVX-512 or AVX-NE-CONVERT; elsewhere TensorFlow
-# does not rewrite a bfloat16 graph into oneDNN's kernels (seen on an AVX2 CPU).
-_ONEDNN_BFLOAT16 = bool(cpu_features.feature_names() & {"avx512f", "avx_ne_convert"})
-
-
 @pytest.mark.skipif(not _pywrap_util_port.IsMklEnabled(), reason="TensorFlow without oneDNN")
-@pytest.mark.parametrize("precision", [
-    precision if precision != "bfloat16" else pytest.param(precision, marks=pytest.mark.skipif(
-        not _ONEDNN_BFLOAT16, reason="oneDNN without bfloat16 on this CPU (no AVX-512)"))
-    for precision in export_precision.PRECISIONS])
-def test_training_runs_the_fused_kernels_and_inference_picks_by_size(precision, tmp_path):
-  with export_precision.compute_policy(precision):
-    norm = layer_norm.make_layer_norm("LayerNorm")
+def test_training_runs_the_fused_kernels_and_inference_picks_by_size(tmp_path):
+  norm = layer_norm.make_layer_norm("LayerNorm")
   norm.build((None, WIDTH))
   small = tf.ones([2, 3, WIDTH], norm.compute_dtype)
   large = tf.ones([2, layer_norm.FORMULA_MAX_ELEMENTS // WIDTH, WIDTH], norm.compute_dtype)
