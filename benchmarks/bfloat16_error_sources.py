@@ -9,10 +9,12 @@ everywhere, then with bfloat16 placed in one site at a time:
   inputs only           every product's activation operands rounded (the attention products'
                         both), weights and everything else float32
   all products          both inputs of every product bfloat16, the rest float32
-  as the export         all products and the rest (embeddings, bias adds, residual adds, GELU,
-                        the layer norms' outputs, softmax) bfloat16, the layer norms computing in
-                        float32, as `--export_precision=bfloat16`; the classifier layer (a product
-                        of width 2 or 3) float32 here
+  as the export         all products and what runs between them (embeddings, bias adds, GELU,
+                        softmax) bfloat16; the residual stream (the layer norms and their outputs,
+                        the residual adds) float32, as `--export_precision=bfloat16`; the
+                        classifier layer (a product of width 2 or 3) float32 here
+  as the export, residual bf16
+                        the same with the layer norms' outputs and the residual adds in bfloat16
   all products but X    one site X kept float32: qkv (queries, keys, values), attention (scores
                         and context products), attention output, feed-forward in / out, pooler,
                         the first layer, the last layer
@@ -75,8 +77,9 @@ class Forward:
   `policy(layer, site)` names how the product at `site` of `layer` (0-based; the pooler is
   layer `num_hidden_layers`) runs: "f32"; "bf16" (both operands bfloat16); "weights" or
   "inputs" (only the weight operand, or only the activation operands, rounded to bfloat16,
-  computed in float32). `rest` is the dtype of everything
-  that is not a product, but the layer norms' arithmetic and the classifier layer.
+  computed in float32). `rest` is the dtype of everything that is not a product, but the
+  residual stream and the classifier layer; `residual` that of the residual stream (the layer
+  norms' outputs and the residual adds; the layer norms' arithmetic is float32).
   """
 
   def __init__(self, checkpoint, config):
@@ -106,13 +109,14 @@ class Forward:
     y = tf.cast(self._product(x, self.weights[name + "/kernel"], mode), rest)
     return y + tf.cast(self.weights[name + "/bias"], rest)
 
-  def _layer_norm(self, x, name, rest):
+  def _layer_norm(self, x, name, residual):
     x = tf.cast(x, F32)
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     normalized = (x - mean) * tf.math.rsqrt(variance + 1e-12)
-    return tf.cast(normalized * self.weights[name + "/gamma"] + self.weights[name + "/beta"], rest)
+    return tf.cast(normalized * self.weights[name + "/gamma"] + self.weights[name + "/beta"],
+                   residual)
 
-  def __call__(self, inputs, policy, rest):
+  def __call__(self, inputs, policy, rest, residual):
     """int32 `input_ids`, `input_mask`, `segment_ids` `[batch_size, seq_length]` -> float32
     probabilities `[batch_size, num_labels]`."""
     w, config = self.weights, self.config
@@ -125,7 +129,7 @@ class Forward:
                   + tf.cast(w["bert/embeddings/position_embeddings"][:seq_length], rest)
                   + tf.gather(tf.cast(w["bert/embeddings/token_type_embeddings"], rest),
                               segment_ids))
-    hidden = tf.reshape(self._layer_norm(embeddings, "bert/embeddings/LayerNorm", rest),
+    hidden = tf.reshape(self._layer_norm(embeddings, "bert/embeddings/LayerNorm", residual),
                         [batch_size * seq_length, width])
     mask_adder = tf.cast((1.0 - tf.cast(input_mask, F32))[:, None, None, :] * -10000.0, rest)
 
@@ -144,13 +148,14 @@ class Forward:
                                       b_is_weight=False), rest)
       context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size * seq_length, width])
       attention_output = self._layer_norm(
-          self._dense(context, prefix + "attention/output/dense", policy(i, "attention_output"),
-                      rest) + hidden, prefix + "attention/output/LayerNorm", rest)
+          tf.cast(self._dense(context, prefix + "attention/output/dense",
+                              policy(i, "attention_output"), rest), residual) + hidden,
+          prefix + "attention/output/LayerNorm", residual)
       intermediate = self.activation(self._dense(attention_output, prefix + "intermediate/dense",
                                                  policy(i, "ffn_in"), rest))
       hidden = self._layer_norm(
-          self._dense(intermediate, prefix + "output/dense", policy(i, "ffn_out"), rest)
-          + attention_output, prefix + "output/LayerNorm", rest)
+          tf.cast(self._dense(intermediate, prefix + "output/dense", policy(i, "ffn_out"), rest),
+                  residual) + attention_output, prefix + "output/LayerNorm", residual)
     first_token = tf.reshape(hidden, [batch_size, seq_length, width])[:, 0]
     pooled = tf.tanh(tf.cast(self._dense(first_token, "bert/pooler/dense",
                                          policy(config.num_hidden_layers, "pooler"), rest), F32))
@@ -159,17 +164,18 @@ class Forward:
 
 
 def variants(num_layers):
-  """(name, policy, rest) of every variant after the float32 reference."""
-  result = [("weights only", lambda i, s: "weights", F32),
-            ("inputs only", lambda i, s: "inputs", F32),
-            ("all products", lambda i, s: "bf16", F32),
-            ("as the export", lambda i, s: "bf16", BF16)]
+  """(name, policy, rest, residual) of every variant after the float32 reference."""
+  result = [("weights only", lambda i, s: "weights", F32, F32),
+            ("inputs only", lambda i, s: "inputs", F32, F32),
+            ("all products", lambda i, s: "bf16", F32, F32),
+            ("as the export", lambda i, s: "bf16", BF16, F32),
+            ("as the export, residual bf16", lambda i, s: "bf16", BF16, BF16)]
   for site in SITES:
     result.append((f"all products but {site}",
-                   lambda i, s, site=site: "f32" if s == site else "bf16", F32))
-  result.append(("all products but layer 0", lambda i, s: "f32" if i == 0 else "bf16", F32))
+                   lambda i, s, site=site: "f32" if s == site else "bf16", F32, F32))
+  result.append(("all products but layer 0", lambda i, s: "f32" if i == 0 else "bf16", F32, F32))
   result.append((f"all products but layer {num_layers - 1}",
-                 lambda i, s: "f32" if i == num_layers - 1 else "bf16", F32))
+                 lambda i, s: "f32" if i == num_layers - 1 else "bf16", F32, F32))
   return result
 
 
@@ -196,10 +202,10 @@ def main(argv):
                                       vocab["[SEP]"]))
   forward = Forward(checkpoint, config)
 
-  def probabilities(policy, rest):
-    return np.concatenate([forward(inputs, policy, rest) for inputs in batches])
+  def probabilities(policy, rest, residual):
+    return np.concatenate([forward(inputs, policy, rest, residual) for inputs in batches])
 
-  reference = probabilities(lambda i, s: "f32", F32)
+  reference = probabilities(lambda i, s: "f32", F32, F32)
   eval_results_path = run_dir / "eval_results.txt"
   eval_results = (dict(line.split(" = ") for line in eval_results_path.read_text().splitlines())
                   if eval_results_path.exists() else {})
@@ -209,8 +215,8 @@ def main(argv):
            if "eval_accuracy" in eval_results else ""))
   print(f"{'variant':34} {'mean|dp|':>9} {'p99|dp|':>9} {'max|dp|':>9} {'flips':>5} "
         f"{'accuracy':>8}")
-  for name, policy, rest in variants(config.num_hidden_layers):
-    output = probabilities(policy, rest)
+  for name, policy, rest, residual in variants(config.num_hidden_layers):
+    output = probabilities(policy, rest, residual)
     difference = np.abs(output - reference)
     flips = int(np.sum(output.argmax(-1) != reference.argmax(-1)))
     print(f"{name:34} {difference.mean():9.2e} {np.quantile(difference, 0.99):9.2e} "
