@@ -63,6 +63,8 @@ flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
 flags.mark_flags_as_required(["run_dir", "task_name", "data_dir", "vocab_file"])
 
 F32, BF16 = tf.float32, tf.bfloat16
+
+
 def _rounded(x):
   """float32 `x` rounded to bfloat16's values, kept in float32."""
   return tf.cast(tf.cast(x, BF16), F32)

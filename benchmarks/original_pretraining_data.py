@@ -10,8 +10,9 @@ its end; the rate compared is the marginal time per MB of input, (t2 - t1) / (MB
 what each pays once (the interpreter, importing TensorFlow, loading the vocab, starting workers)
 cancels. Before them each script runs once, untimed, on its smaller size (`--warmup`): what only
 a first process pays (this project's modules compiled to `.pyc` in a fresh checkout, libraries
-read from disk into the page cache) would otherwise fall on one timed run and skew the rate. Ours is faster, so it runs on larger multiples of the input than the original, which
-takes 3-4 s per copy.
+read from disk into the page cache) would otherwise fall on one timed run and skew the rate.
+Ours is faster, so it runs on larger multiples of the input than the original, which takes 3-4 s
+per copy.
 
 The original is TF1 code (`tf.flags`, `tf.gfile`, `tf.python_io.TFRecordWriter`); a launcher
 (`LAUNCHER`) puts the wheel on `sys.path` as a zip, maps `tensorflow` to `tensorflow.compat.v1`,

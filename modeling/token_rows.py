@@ -169,13 +169,17 @@ class RealTokenRows(keras.layers.Layer):
     return tf.where(is_token)
 
 
-class GatherTokenRows(keras.layers.Layer):
-  """`[batch_size, seq_length, hidden_size]` -> `[num_tokens, hidden_size]`, the real tokens',
-  in the input's dtype (the float32 residual stream under any policy)."""
+class _RowMover(keras.layers.Layer):
+  """A layer that only moves rows, in its input's dtype: Keras would cast a float input to the
+  compute dtype, rounding the float32 residual stream under a bfloat16 policy."""
 
   def __init__(self, **kwargs):
     kwargs["autocast"] = False
     super().__init__(**kwargs)
+
+
+class GatherTokenRows(_RowMover):
+  """`[batch_size, seq_length, hidden_size]` -> `[num_tokens, hidden_size]`, the real tokens'."""
 
   def call(self, hidden_states, token_rows):
     """Args: hidden_states `[batch_size, seq_length, hidden_size]`; token_rows int64
@@ -183,13 +187,9 @@ class GatherTokenRows(keras.layers.Layer):
     return gather_rows(tf.reshape(hidden_states, [-1, hidden_states.shape[-1]]), token_rows)
 
 
-class ScatterTokenRows(keras.layers.Layer):
+class ScatterTokenRows(_RowMover):
   """`[num_tokens, hidden_size]` -> `[batch_size, seq_length, hidden_size]`, zeros at the rows
-  `token_rows` does not hold; in the input's dtype."""
-
-  def __init__(self, **kwargs):
-    kwargs["autocast"] = False
-    super().__init__(**kwargs)
+  `token_rows` does not hold."""
 
   def call(self, token_states, token_rows, input_mask):
     """Args: token_states `[num_tokens, hidden_size]`; token_rows int64 `[num_tokens, 1]`
