@@ -28,19 +28,20 @@ from common import run
 MRPC_DEV_SIZE = 408
 
 
-def mrpc_data_dir(shared_data, output_dir):
-  """train.tsv / dev.tsv split from the real MRPC training file, header kept in both."""
+def mrpc_data_dir(shared_data, output_dir, held_out=MRPC_DEV_SIZE):
+  """train.tsv / dev.tsv split from the real MRPC training file, header kept in both: `held_out`
+  rows (chosen with a fixed seed) in dev.tsv, the rest in train.tsv."""
   lines = (shared_data / "glue/MRPC/msr_paraphrase_train.txt").read_text(
       encoding="utf-8-sig").splitlines(keepends=True)
   header, rows = lines[0], lines[1:]
-  dev_indices = set(random.Random(12345).sample(range(len(rows)), MRPC_DEV_SIZE))
+  dev_indices = set(random.Random(12345).sample(range(len(rows)), held_out))
   data_dir = output_dir / "MRPC"
   data_dir.mkdir(parents=True, exist_ok=True)
   (data_dir / "train.tsv").write_text(
       header + "".join(r for i, r in enumerate(rows) if i not in dev_indices), encoding="utf-8")
   (data_dir / "dev.tsv").write_text(
       header + "".join(r for i, r in enumerate(rows) if i in dev_indices), encoding="utf-8")
-  return data_dir, len(rows) - MRPC_DEV_SIZE
+  return data_dir, len(rows) - held_out
 
 
 def stsb_data_dir(shared_data, output_dir):
