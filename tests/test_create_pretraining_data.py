@@ -188,6 +188,25 @@ def test_an_only_shard_made_by_every_worker_gives_the_same_bytes(tmp_path, sampl
   assert outputs[2].read_bytes() == outputs[1].read_bytes()
 
 
+def test_a_share_made_in_chunks_is_the_share_made_at_once(sample_vocab, monkeypatch):
+  text = (SAMPLES_DIR / "sample_corpus.txt").read_text(encoding="utf-8")
+  documents = [block.splitlines() for block in text.split("\n\n") if block.strip()]
+  settings = writer.Settings(
+      vocab_file=str(sample_vocab), do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH,
+      max_predictions_per_seq=MAX_PREDICTIONS, random_seed=12345, dupe_factor=2,
+      masked_lm_prob=0.15, short_seq_prob=0.1, do_whole_word_mask=False)
+  # Chunks of one 16-row masking block each.
+  monkeypatch.setattr(masking, "BLOCK_ROWS", 16)
+  monkeypatch.setattr(writer, "_MMAP_THRESHOLD_BYTES", 1)
+  in_chunks, chunked_counts = writer._process_shard(0, documents, settings, share=(1, 2))
+  chunks = writer._chunks(slice(0, 2 * len(in_chunks)), MAX_SEQ_LENGTH)
+  monkeypatch.setattr(writer, "_chunks", lambda rows, max_seq_length: [rows])
+  at_once, counts = writer._process_shard(0, documents, settings, share=(1, 2))
+  assert len(chunks) > 4 and all(chunk.stop - chunk.start <= 16 for chunk in chunks)
+  assert in_chunks == at_once
+  assert chunked_counts == counts
+
+
 def test_several_outputs_take_the_records_in_turn_across_shards(tmp_path, sample_vocab,
                                                                  sharded_two_workers):
   # Workers write each shard's records as one TFRecord file per output (a GZIP member when

@@ -28,8 +28,8 @@ def both_layouts(lines, lines_per_document, dupe_factor, max_seq_length, short_s
   fast_counts, original_counts = collections.Counter(), collections.Counter()
   instance_layout = layout.lay_out(documents, dupe_factor, max_seq_length, short_seq_prob,
                                    random.Random(seed), fast_counts)
-  fast = layout.pack(documents.ids, instance_layout, slice(None), max_seq_length,
-                     MAX_PREDICTIONS, special_ids)
+  fast = layout.pack(layout.ids_with_specials(documents.ids, special_ids), instance_layout,
+                     slice(None), max_seq_length, MAX_PREDICTIONS)
   # The transcription on the documents as lists, empty lines and documents dropped as the
   # writer always did.
   lists, start = [], 0

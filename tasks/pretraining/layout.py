@@ -62,7 +62,9 @@ class Documents:
 
 @dataclasses.dataclass
 class _Spans:
-  """Instances as ranges of `Documents.ids`, in the order they were laid out."""
+  """Instances as ranges of `Documents.ids`, in the order they were laid out: lists while
+  `lay_out` appends to them, then (but `truncation_bits`) arrays, converted once for the many
+  calls of `pack` that each take some of the rows."""
   a_start: list = dataclasses.field(default_factory=list)
   a_end: list = dataclasses.field(default_factory=list)
   b_start: list = dataclasses.field(default_factory=list)
@@ -170,7 +172,7 @@ def _truncate(spans, selected, max_num_tokens):
   Returns:
     int64 `a_start, a_end, b_start, b_end`, each `[N]`.
   """
-  a_start, a_end, b_start, b_end = (np.array(values, np.int64)[selected] for values in (
+  a_start, a_end, b_start, b_end = (values[selected] for values in (
       spans.a_start, spans.a_end, spans.b_start, spans.b_end))
   a_length, b_length = a_end - a_start, b_end - b_start
   excess = np.maximum(a_length + b_length - max_num_tokens, 0)
@@ -234,18 +236,39 @@ def lay_out(documents, dupe_factor, max_seq_length, short_seq_prob, rng, counts=
   # Shuffling the instances' indices draws exactly what shuffling the instances does.
   order = list(range(len(spans.a_start)))
   rng.shuffle(order)
+  for name in ("a_start", "a_end", "b_start", "b_end"):
+    setattr(spans, name, np.array(getattr(spans, name), np.int64))
+  for name in ("is_random_next", "is_single_segment"):
+    setattr(spans, name, np.array(getattr(spans, name), bool))
   return InstanceLayout(spans=spans, order=np.array(order, np.int64))
 
 
-def pack(ids, instance_layout, rows, max_seq_length, max_predictions_per_seq, special_ids):
-  """`[CLS] A [SEP] B [SEP]` of some of the laid-out instances, as an unmasked batch.
+def ids_with_specials(ids, special_ids):
+  """The ids `pack` gathers from: `ids` followed by [CLS], [SEP] and padding.
+
+  Every position of a packed row gathers from them: one gather, not masked copies (callgrind:
+  633 M -> 592 M instructions to lay out and pack a shard). Made once for every `pack` of a
+  shard: a copy of its ids per call, hundreds of MB, would be faulted in anew each time.
 
   Args:
     ids: int `[num_tokens]`, the `Documents.ids` the layout was made on.
+    special_ids: an `instances.SpecialIds`.
+
+  Returns:
+    int64 `[num_tokens + 3]`.
+  """
+  specials = np.array([special_ids.cls_id, special_ids.sep_id, 0], np.int64)
+  return np.concatenate([ids, specials]).astype(np.int64, copy=False)
+
+
+def pack(extended_ids, instance_layout, rows, max_seq_length, max_predictions_per_seq):
+  """`[CLS] A [SEP] B [SEP]` of some of the laid-out instances, as an unmasked batch.
+
+  Args:
+    extended_ids: `ids_with_specials` of the `Documents.ids` the layout was made on.
     instance_layout: an `InstanceLayout`.
     rows: a slice of `instance_layout.order`: the instances to pack, in that order.
     max_seq_length, max_predictions_per_seq: the flags.
-    special_ids: an `instances.SpecialIds`.
 
   Returns:
     a `batches.InstanceBatch` with empty `masked_lm_*` rows (for `masking.mask_batch`).
@@ -261,10 +284,8 @@ def pack(ids, instance_layout, rows, max_seq_length, max_predictions_per_seq, sp
   input_ids = np.empty((count, max_seq_length), np.int64)
   segment_ids = np.empty((count, max_seq_length), np.int64)
   position = np.arange(max_seq_length)[None, :]
-  # Every position gathers from the ids followed by [CLS], [SEP] and padding: one gather, not
-  # masked copies (callgrind: 633 M -> 592 M instructions to lay out and pack a shard).
-  extended_ids = np.concatenate([ids, [special_ids.cls_id, special_ids.sep_id, 0]])
-  cls_index, sep_index, pad_index = len(ids), len(ids) + 1, len(ids) + 2
+  cls_index, sep_index, pad_index = (len(extended_ids) - 3, len(extended_ids) - 2,
+                                     len(extended_ids) - 1)
 
   def pack_rows(rows):
     row_a_length, row_length = a_length[rows], lengths[rows]
@@ -283,8 +304,8 @@ def pack(ids, instance_layout, rows, max_seq_length, max_predictions_per_seq, sp
       input_ids=input_ids,
       segment_ids=segment_ids,
       lengths=lengths[:, 0],
-      is_random_next=np.asarray(spans.is_random_next, bool)[order],
-      is_single_segment=np.asarray(spans.is_single_segment, bool)[order],
+      is_random_next=spans.is_random_next[order],
+      is_single_segment=spans.is_single_segment[order],
       masked_lm_positions=np.zeros((count, max_predictions_per_seq), np.int64),
       masked_lm_ids=np.zeros((count, max_predictions_per_seq), np.int64),
       masked_lm_actions=np.zeros((count, max_predictions_per_seq), np.int8),

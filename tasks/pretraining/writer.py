@@ -314,34 +314,60 @@ def _process_shard(shard_index, documents, settings, tokenized=None, share=(0, 1
         tokenized.as_lists(), settings.dupe_factor, settings.max_seq_length,
         settings.short_seq_prob, settings.masked_lm_prob, settings.max_predictions_per_seq,
         special_ids, settings.do_whole_word_mask, rng, counts)
-    batch = batches.from_instances(instances, settings.max_seq_length,
-                                            settings.max_predictions_per_seq)
+    masked_batches = [batches.from_instances(instances, settings.max_seq_length,
+                                             settings.max_predictions_per_seq)]
   else:
     instance_layout = layout.lay_out(
         tokenized, settings.dupe_factor, settings.max_seq_length, settings.short_seq_prob, rng,
         counts if share_index == 0 else None)
     rows = _shared_rows(len(instance_layout.order), share_index, share_count)
-    batch = layout.pack(tokenized.ids, instance_layout, rows, settings.max_seq_length,
-                        settings.max_predictions_per_seq, special_ids)
-    # Masking needs as much memory again as the batch: the documents go first.
-    del tokenized, instance_layout
-    batch = masking.mask_batch(
+    # Packing draws over all of the share's rows at once.
+    chunks = [rows] if settings.pack_sequences else _chunks(rows, settings.max_seq_length)
+    masked_batches = _masked_batches(layout.ids_with_specials(tokenized.ids, special_ids),
+                                     instance_layout, chunks, settings, special_ids, shard_index)
+    del instance_layout
+  serialized = []
+  for batch in masked_batches:
+    counts.update(instances=len(batch.lengths))
+    batches.count_statistics(batch, settings.masked_lm_prob, counts)
+    if settings.pack_sequences:
+      records = examples.serialize_packed(packing.pack(
+          batch, settings.max_sequences_per_pack,
+          packing.seeded_generator(settings.random_seed, shard_index)))
+      counts.update(packs=len(records))
+    else:
+      records = examples.serialize(batch)
+    serialized.extend(records)
+  counts.update(records=len(serialized))
+  return serialized, counts
+
+
+def _masked_batches(extended_ids, instance_layout, chunks, settings, special_ids, shard_index):
+  """Yields the masked `batches.InstanceBatch` of each slice of `chunks` (rows of the layout's
+  order, each starting at a block): `layout.pack`, then `masking.mask_batch` with the generators
+  of its blocks. Holds the only reference to `instance_layout`, dropped before the last chunk is
+  masked (masking needs as much memory again as its batch)."""
+  for index, rows in enumerate(chunks):
+    batch = layout.pack(extended_ids, instance_layout, rows, settings.max_seq_length,
+                        settings.max_predictions_per_seq)
+    if index == len(chunks) - 1:
+      del instance_layout
+    yield masking.mask_batch(
         batch, settings.masked_lm_prob, settings.max_predictions_per_seq, special_ids,
         settings.do_whole_word_mask,
         masking.block_generators(settings.random_seed, shard_index,
                                  rows.start // masking.BLOCK_ROWS), in_place=True)
-  counts.update(instances=len(batch.lengths))
-  batches.count_statistics(batch, settings.masked_lm_prob, counts)
-  if settings.pack_sequences:
-    packed = packing.pack(
-        batch, settings.max_sequences_per_pack,
-        packing.seeded_generator(settings.random_seed, shard_index))
-    serialized = examples.serialize_packed(packed)
-    counts.update(packs=len(serialized))
-  else:
-    serialized = examples.serialize(batch)
-  counts.update(records=len(serialized))
-  return serialized, counts
+
+
+def _chunks(rows, max_seq_length):
+  """`rows` (a slice starting at a block) cut into slices of whole blocks, packed, masked and
+  serialized one at a time: each array of a chunk (a quarter of `_MMAP_THRESHOLD_BYTES` for the
+  int64 ids) is then below malloc's mmap threshold, so the next chunk reuses its freed memory
+  instead of faulting in fresh pages, which cost more than filling them (docs/benchmarks.md)."""
+  blocks = max(1, _MMAP_THRESHOLD_BYTES // 4 // (max_seq_length * 8 * masking.BLOCK_ROWS))
+  size = blocks * masking.BLOCK_ROWS
+  return [slice(start, min(start + size, rows.stop))
+          for start in range(rows.start, rows.stop, size)] or [rows]
 
 
 def _shared_rows(num_rows, index, count):
