@@ -22,6 +22,7 @@ from data import wikitext
 from tasks.pretraining import batches
 from tasks.pretraining import features
 from tasks.pretraining import instances as instances_lib
+from tasks.pretraining import layout
 from tasks.pretraining import masking
 from tasks.pretraining import writer
 from tests import scripts
@@ -198,11 +199,14 @@ def test_a_share_made_in_chunks_is_the_share_made_at_once(sample_vocab, monkeypa
   # Chunks of one 16-row masking block each.
   monkeypatch.setattr(masking, "BLOCK_ROWS", 16)
   monkeypatch.setattr(writer, "_MMAP_THRESHOLD_BYTES", 1)
+  packed_rows, pack = [], layout.pack
+  monkeypatch.setattr(layout, "pack", lambda *args: packed_rows.append(args[2]) or pack(*args))
   in_chunks, chunked_counts = writer._process_shard(0, documents, settings, share=(1, 2))
-  chunks = writer._chunks(slice(0, 2 * len(in_chunks)), MAX_SEQ_LENGTH)
+  chunks, packed_rows[:] = list(packed_rows), []
   monkeypatch.setattr(writer, "_chunks", lambda rows, max_seq_length: [rows])
   at_once, counts = writer._process_shard(0, documents, settings, share=(1, 2))
-  assert len(chunks) > 4 and all(chunk.stop - chunk.start <= 16 for chunk in chunks)
+  assert len(chunks) > 4 and all(rows.stop - rows.start <= 16 for rows in chunks)
+  assert len(packed_rows) == 1
   assert in_chunks == at_once
   assert chunked_counts == counts
 
