@@ -257,8 +257,8 @@ def ids_with_specials(ids, special_ids):
   Returns:
     int64 `[num_tokens + 3]`.
   """
-  specials = np.array([special_ids.cls_id, special_ids.sep_id, 0], np.int64)
-  return np.concatenate([ids, specials]).astype(np.int64, copy=False)
+  # int64 whatever the ids' int type: the specials are int64.
+  return np.concatenate([ids, np.array([special_ids.cls_id, special_ids.sep_id, 0], np.int64)])
 
 
 def pack(extended_ids, instance_layout, rows, max_seq_length, max_predictions_per_seq):
