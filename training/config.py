@@ -7,11 +7,13 @@ own fields. `engine_run_config` turns it into the `engine.RunConfig` the `engine
 """
 
 import dataclasses
+import os
 
 import tensorflow as tf
 
 from base import config
 from base import errors
+from base import frozen_weights
 from modeling import optimization
 from modeling import pretrained_models
 from training import distribution
@@ -186,9 +188,11 @@ def check_positive(run_config, names):
 
 
 def check_starting_weights(run_config, bert_config, do_train, actions=()):
-  """The checks of where a run's weights come from, before any work: a run that does not train
-  needs weights (`check_weights_exist`); an --init_checkpoint a run will start from (none in
-  --output_dir to resume) must fit the config.
+  """The checks of where a run's weights come from, before any work: a run that trains must
+  not run under oneDNN's frozen-weights setting (`base.frozen_weights`), whose products keep the
+  weights of their first call; a run that does not train needs weights (`check_weights_exist`);
+  an --init_checkpoint a run will start from (none in --output_dir to resume) must fit the
+  config.
 
   Args:
     run_config: an `EngineConfig` with `bert_config_file`.
@@ -197,9 +201,15 @@ def check_starting_weights(run_config, bert_config, do_train, actions=()):
     actions: the flags of what the run does instead (named in the error), e.g. `("--do_eval",)`.
 
   Raises:
-    errors.ConfigError: no weights for a run that does not train.
+    errors.ConfigError: a run that trains under the frozen-weights setting; no weights for a
+      run that does not train.
     checkpoint_io.CheckpointError: an --init_checkpoint of another shape than the config.
   """
+  if do_train and frozen_weights.assumed():
+    raise errors.ConfigError(
+        f"--do_train with {frozen_weights.VARIABLE}={os.environ[frozen_weights.VARIABLE]} in the "
+        "environment: oneDNN's matrix products would keep the weights of their first call and "
+        "train nothing; unset it for training (it is for processes that serve an export)")
   if not do_train:
     check_weights_exist(run_config, actions)
   # A model's name is checked once `resolve_weights()` has fetched it, in the run.
