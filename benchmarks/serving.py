@@ -49,8 +49,12 @@ shapes (`matmul_peak.in_process_peak`), float32 and bfloat16, taken before and a
 (the best counts); `benchmarks/matmul_peak.py` measures more kernels, each in a fresh process.
 `--threads`, `--matmul_repeats` and `--shapes` are `benchmarks/model_step.py`'s flags.
 
+The export rows run as the environment sets oneDNN's frozen-weights setting (`base.frozen_weights`,
+printed in the first line): `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` before the command measures the
+exports as a server with that variable serves them.
+
 Usage:
-  python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
+  [TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1] python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
       [--batch_sizes=1,8,32,128] [--calls=60,40,20,8] [--base_calls=30,16,10,4]
       [--warmup_calls=3,3,2,1] [--precisions=float32,bfloat16] [--pin_threads]
 """
@@ -78,6 +82,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (the export's ops)
 
 from base import cpu_features  # pylint: disable=g-import-not-at-top
+from base import frozen_weights  # pylint: disable=g-import-not-at-top
 from benchmarks import matmul_peak  # pylint: disable=g-import-not-at-top
 from benchmarks import model_step  # pylint: disable=g-import-not-at-top,unused-import  (its flags)
 from benchmarks import shapes  # pylint: disable=g-import-not-at-top
@@ -428,7 +433,9 @@ def main(argv):
                    f"{FLAGS.threads} PyTorch threads, {FLAGS.export_threads} TensorFlow intra-op "
                    f"and inter-op threads")
   print(f"{os.cpu_count()} cores, {thread_counts}; bfloat16 dot products "
-        f"{'yes' if cpu_features.has_bfloat16_dot_product() else 'no'}; {len(sentences)} "
+        f"{'yes' if cpu_features.has_bfloat16_dot_product() else 'no'}; "
+        f"{frozen_weights.VARIABLE}={os.environ.get(frozen_weights.VARIABLE) or 'unset'}; "
+        f"{len(sentences)} "
         f"sentences from {sentences_file}, max_seq_length {FLAGS.max_seq_length}; latency per "
         f"call in ms (strings in, probabilities and labels out) after "
         f"{','.join(warmups)} warm-up calls per batch size; "
