@@ -17,7 +17,7 @@ import tensorflow_text  # pylint: disable=unused-import  (the in-graph tokenizer
 from base import frozen_weights
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
-from tests.test_bfloat16_export import FORCE_ON_THIS_PROCESSOR
+from tests.test_bfloat16_export import classifier_exports  # noqa: F401  pylint: disable=unused-import  (a fixture)
 from tests.test_bfloat16_export import classifier_flags
 
 # Calls of growing and shrinking batches: every shape after the first reaches products that
@@ -46,24 +46,10 @@ def sample_texts():
           for line in (SAMPLES_DIR / "classification" / path).read_text().splitlines()[1:]]
 
 
-@pytest.fixture(scope="module")
-def exports(tiny_model, tmp_path_factory):
-  """The tiny classifier trained on the sample, exported in float32 (version 1) and bfloat16
-  (version 2): {precision: export path}."""
-  tmp_path = tmp_path_factory.mktemp("frozen_weights")
-  trained = scripts.run_in_process("run_classifier.py", *classifier_flags(
-      tiny_model, tmp_path, "--do_train", "--num_train_epochs=5", "--train_batch_size=8",
-      "--learning_rate=1e-3", "--seed=1", "--export_version=1"))
-  assert trained.returncode == 0, trained.stderr[-3000:]
-  exported = scripts.run_in_process("run_classifier.py", *classifier_flags(
-      tiny_model, tmp_path, "--export_version=2", "--export_precision=bfloat16",
-      *FORCE_ON_THIS_PROCESSOR))
-  assert exported.returncode == 0, exported.stderr[-3000:]
-  return {"float32": trained.result.export_path, "bfloat16": exported.result.export_path}
-
-
 @pytest.mark.slow  # whole runs and a child process
-def test_an_export_served_with_frozen_weights_answers_as_without(exports):
+def test_an_export_served_with_frozen_weights_answers_as_without(
+    classifier_exports):  # pylint: disable=redefined-outer-name
+  exports = {precision: path for precision, (path, _) in classifier_exports.items()}
   texts = sample_texts()
   assert len(texts) >= max(end for _, end in BATCHES)
   expected = {}
