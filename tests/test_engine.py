@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from base import errors
+from base import frozen_weights
 from modeling import checkpoint_io
 from modeling import optimization
 from tests import toy_task
@@ -146,6 +148,20 @@ def test_batch_not_divisible_by_micro_batches_is_a_clear_error(tmp_path, data_pa
   with pytest.raises(ValueError, match=r"--train_batch_size=8 must be divisible by replicas \(1\) "
                                        r"\* --gradient_accumulation_steps \(3\)"):
     trainer.train(_input_fn(data_path, 8))
+
+
+def test_training_under_the_frozen_weights_setting_is_refused_before_a_step(
+    tmp_path, data_path, monkeypatch):
+  monkeypatch.setenv(frozen_weights.VARIABLE, "1")
+  trainer = _trainer(tmp_path)
+  before = _weights(trainer)
+  with pytest.raises(errors.ConfigError, match=r"^Trainer\.train with "
+                     r"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 in the environment: "):
+    trainer.train(_input_fn(data_path, 8))
+  assert int(trainer.global_step.numpy()) == 0
+  assert not tf.train.latest_checkpoint(str(tmp_path))
+  for name, value in _weights(trainer).items():
+    np.testing.assert_array_equal(value, before[name])
 
 
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):

@@ -7,7 +7,6 @@ own fields. `engine_run_config` turns it into the `engine.RunConfig` the `engine
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 
@@ -205,12 +204,9 @@ def check_starting_weights(run_config, bert_config, do_train, actions=()):
       run that does not train.
     checkpoint_io.CheckpointError: an --init_checkpoint of another shape than the config.
   """
-  if do_train and frozen_weights.assumed():
-    raise errors.ConfigError(
-        f"--do_train with {frozen_weights.VARIABLE}={os.environ[frozen_weights.VARIABLE]} in the "
-        "environment: oneDNN's matrix products would keep the weights of their first call and "
-        "train nothing; unset it for training (it is for processes that serve an export)")
-  if not do_train:
+  if do_train:
+    frozen_weights.refuse_training("--do_train")
+  else:
     check_weights_exist(run_config, actions)
   # A model's name is checked once `resolve_weights()` has fetched it, in the run.
   if (run_config.init_checkpoint and not pretrained_models.is_known_name(

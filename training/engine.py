@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from base import atomic_files
 from base import errors
+from base import frozen_weights
 from base import progress
 from modeling import checkpoint_io
 from modeling import keras_variables
@@ -376,6 +377,7 @@ class Trainer:
     if self.optimizer is None:
       raise errors.ConfigError("this Trainer was built without an optimizer_fn and cannot train")
     self._check_batch_size()
+    frozen_weights.refuse_training("Trainer.train")
     config = self.config
     self.initialize()
     step = int(self.global_step.numpy())
