@@ -54,8 +54,9 @@ printed in the first line): `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` before the comma
 exports as a server with that variable serves them.
 
 Usage:
-  [TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1] python benchmarks/serving.py [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base]
-      [--batch_sizes=1,8,32,128] [--calls=60,40,20,8] [--base_calls=30,16,10,4]
+  [TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1] python benchmarks/serving.py
+      [--sentences_file=glue/SST-2/dev.tsv] [--shapes=minilm,base] [--batch_sizes=1,8,32,128]
+      [--calls=60,40,20,8] [--base_calls=30,16,10,4]
       [--warmup_calls=3,3,2,1] [--precisions=float32,bfloat16] [--pin_threads]
 """
 

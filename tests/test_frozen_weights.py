@@ -17,7 +17,8 @@ import tensorflow_text  # pylint: disable=unused-import  (the in-graph tokenizer
 from base import frozen_weights
 from tests import scripts
 from tests.conftest import SAMPLES_DIR
-from tests.test_bfloat16_export import classifier_exports  # noqa: F401  pylint: disable=unused-import  (a fixture)
+# A fixture: the tiny classifier's float32 and bfloat16 exports.
+from tests.test_bfloat16_export import classifier_exports  # noqa: F401
 from tests.test_bfloat16_export import classifier_flags
 
 # Calls of growing and shrinking batches: every shape after the first reaches products that
@@ -35,8 +36,9 @@ texts, batches, paths = json.loads(sys.argv[1])
 answers = {}
 for precision, path in paths.items():
   serve = tf.saved_model.load(path).signatures["serving_default"]
-  answers[precision] = [serve(text_a=tf.constant(texts[start:end]))["probabilities"].numpy().tolist()
-                        for start, end in batches]
+  answers[precision] = [
+      serve(text_a=tf.constant(texts[start:end]))["probabilities"].numpy().tolist()
+      for start, end in batches]
 print(json.dumps(answers))
 """
 
